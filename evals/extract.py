@@ -1,0 +1,172 @@
+"""Answer extraction from model text.
+
+Order of preference (the first that finds something wins):
+
+1. the last complete `\\boxed{...}` / `\\fbox{...}` (nested braces balanced; `\\boxed 5` too);
+2. the last `#### N` (GSM8K style; only a number counts, so a markdown heading `#### Step 2` does not);
+3. the last "answer is …" / "Answer: …" / "final answer is …" phrase (the math span after it when
+   there is one, else the phrase up to the end of its sentence);
+4. the last number in the text.
+
+Everything is bounded: only the last `MAX_SCAN` characters are searched, every regex is linear
+(no nested quantifiers over the same characters), and a phrase is at most `_MAX_PHRASE` long.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_SCAN = 100_000
+"""Characters from the end of a text that are searched: bounds the time on huge outputs."""
+_MAX_PHRASE = 200
+
+# A number as models write it: thousands separators only in groups of three (so "1,2" stays a
+# list), an optional decimal part, and a leading-dot decimal such as ".5".
+_NUMBER = r"[-+−]?(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)"
+_NUMBER_RE = re.compile(rf"(?<![\w.])(?:{_NUMBER})")
+_BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_BARE = re.compile(r"\\boxed[ \t]+([^\s${}\\]+)")
+_HASHES = re.compile(rf"####\s*\$?\s*({_NUMBER})(?![\d\w])")
+_ANSWER_IS = re.compile(
+    r"(?:final\s+answer|answer)\s*(?:is|:|=|\*\*:?|:\s*\*\*)\s*(?:\*\*)?\s*:?\s*", re.IGNORECASE
+)
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+# Words after a number that are units ("12 apples"), unless they are mathematics ("2 pi").
+_MATH_WORDS = frozenset("pi sqrt ln log sin cos tan sec csc cot mod or and to plus minus times over i e".split())
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last complete `\\boxed{...}` or `\\fbox{...}`, nested braces balanced.
+
+    An unclosed box (a truncated output) is skipped in favour of the previous complete one.
+    An empty box counts as nothing. `\\boxed 5` (LaTeX's brace-less form) is read too.
+    """
+    text = text[-MAX_SCAN:]
+    best_pos, best = -1, None
+    openings = list(_BOX_OPEN.finditer(text))
+    if openings:
+        # Usually the last box closes within a few characters: try it alone first. When it does
+        # not (a truncated output) or is empty, match every brace in one pass, so that the search
+        # stays linear even over thousands of unclosed boxes.
+        content = _balanced(text, openings[-1].end())
+        if content is not None and content.strip():
+            best_pos, best = openings[-1].start(), content.strip()
+        else:
+            closing = _closing_braces(text)
+            for match in reversed(openings[:-1]):
+                end = closing.get(match.end() - 1)
+                if end is not None and text[match.end() : end].strip():
+                    best_pos, best = match.start(), text[match.end() : end].strip()
+                    break
+    bare = None
+    for bare in _BOX_BARE.finditer(text):
+        pass
+    if bare is not None and bare.start() > best_pos:
+        return bare.group(1).rstrip(".,;")
+    return best
+
+
+def _is_grouping(text: str, i: int) -> bool:
+    """Whether the brace at `i` groups (`\\{` and `\\}` are literal braces of set notation)."""
+    return i == 0 or text[i - 1] != "\\"
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """`text[start:i]` where `i` is the brace closing the one just before `start`, or None."""
+    depth = 1
+    for i in range(start, len(text)):
+        char = text[i]
+        if char == "{" and _is_grouping(text, i):
+            depth += 1
+        elif char == "}" and _is_grouping(text, i):
+            depth -= 1
+            if depth == 0:
+                return text[start:i]
+    return None
+
+
+def _closing_braces(text: str) -> dict[int, int]:
+    """Position of every grouping `{` that is closed → position of its `}` (one linear pass)."""
+    stack: list[int] = []
+    pairs: dict[int, int] = {}
+    for i, char in enumerate(text):
+        if char == "{" and _is_grouping(text, i):
+            stack.append(i)
+        elif char == "}" and _is_grouping(text, i) and stack:
+            pairs[stack.pop()] = i
+    return pairs
+
+
+def extract_answer(text: str) -> str | None:
+    """The final answer a text states, or None when it states nothing recognisable."""
+    if not text:
+        return None
+    text = text[-MAX_SCAN:]
+    boxed = last_boxed(text)
+    if boxed:
+        return boxed
+    hashes = None
+    for hashes in _HASHES.finditer(text):
+        pass
+    if hashes is not None:
+        return _clean_number(hashes.group(1))
+    phrase = _answer_phrase(text)
+    if phrase:
+        return phrase
+    return last_number(text)
+
+
+def last_number(text: str) -> str | None:
+    """The last number in `text` (thousands separators removed), or None."""
+    found = None
+    for found in _NUMBER_RE.finditer(text[-MAX_SCAN:]):
+        pass
+    return _clean_number(found.group(0)) if found else None
+
+
+def _answer_phrase(text: str) -> str | None:
+    """What follows the last "answer is" / "Answer:" in `text`, trimmed to its math or sentence."""
+    last = None
+    for last in _ANSWER_IS.finditer(text):
+        pass
+    if last is None:
+        return None
+    rest = text[last.end() : last.end() + _MAX_PHRASE]
+    # "The answer is $\frac12$." -> the math span, when the phrase starts with one.
+    span = _MATH_SPAN.match(rest)
+    if span:
+        content = next(g for g in span.groups() if g is not None)
+        return _clean(content) or None
+    end = _SENTENCE_END.search(rest)
+    phrase = _clean(rest[: end.start()] if end else rest)
+    if not phrase:
+        return None
+    # "The answer is 12 apples" / "is: $12 dollars": keep the number, drop the unit words.
+    lead = re.fullmatch(rf"\\?\$?\s*({_NUMBER})((?:\s+[A-Za-z]{{2,}}\.?){{0,3}})", phrase)
+    if lead and not _MATH_WORDS.intersection(lead.group(2).lower().replace(".", "").split()):
+        return _clean_number(lead.group(1))
+    # "Our answer is wrong, so let us redo it": prose, not an answer; fall back to the last number.
+    if not re.search(r"[\d\\^=()]", phrase) and len(phrase.split()) > 3:
+        return None
+    return phrase
+
+
+def _clean(answer: str) -> str:
+    """Strip markdown bold, surrounding `$`, whitespace and a trailing full stop."""
+    answer = answer.strip().strip("*").strip()
+    if answer.startswith("$") and answer.endswith("$") and len(answer) > 1:
+        answer = answer.strip("$").strip()
+    return answer.rstrip(".").strip().replace("−", "-")
+
+
+def _clean_number(number: str) -> str:
+    """`1,234` -> `1234`, `−5` -> `-5`, `+3` -> `3`, `.5` -> `0.5`."""
+    number = number.replace(",", "").replace("−", "-").strip()
+    if number.startswith("+"):
+        number = number[1:]
+    if number.startswith("-."):
+        number = "-0" + number[1:]
+    elif number.startswith("."):
+        number = "0" + number
+    return number

@@ -1,0 +1,1 @@
+"""Test-time strategies, one per file (installed as `ttscale.strategies`; registered in `ttscale.STRATEGIES`)."""

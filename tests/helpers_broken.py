@@ -1,0 +1,13 @@
+"""A strategy that always fails, for the runner's error-handling test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ttscale.params import strategy
+from ttscale.sampling import PoolParams
+
+
+@strategy(PoolParams)
+async def broken(problem: Any, ctx: Any, p: PoolParams) -> Any:
+    raise RuntimeError("boom")

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ttscale.budget import Budget, BudgetError, Ledger
+from ttscale.types import Completion, Generation, SamplingParams
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [("8k", 8000), ("8000", 8000), ("1.5M", 1_500_000), ("2K", 2000), (" 500 ", 500), ("8ktokens", 8000), (300, 300)],
+)
+def test_parse_token_budgets(text: str | int, limit: int) -> None:
+    budget = Budget.parse(text)
+    assert budget.limit == limit
+    assert budget.unit == "tokens"
+
+
+@pytest.mark.parametrize("text", ["8q", "-1", "0", "1e999", "", "k", "abc", "1.5", "nan", "8k8", "--5"])
+def test_bad_budgets_are_refused_with_one_line(text: str) -> None:
+    with pytest.raises(BudgetError) as info:
+        Budget.parse(text)
+    message = str(info.value)
+    assert "\n" not in message and message
+
+
+def fake_generation(params: SamplingParams, rng: random.Random, prompt_tokens: int = 10) -> Generation:
+    """What an engine obeying max_tokens may return: n samples of 1..max_tokens tokens."""
+    return Generation(
+        completions=tuple(
+            Completion(text="x", token_ids=tuple(range(rng.randint(1, params.max_tokens)))) for _ in range(params.n)
+        ),
+        prompt_tokens=prompt_tokens,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    limit=st.integers(min_value=1, max_value=20_000),
+    requests=st.lists(
+        st.tuples(st.integers(1, 64), st.integers(1, 4096), st.booleans()), min_size=1, max_size=40
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_ledger_never_exceeds_budget(limit: int, requests: list[tuple[int, int, bool]], seed: int) -> None:
+    """Random requests, some held in flight together before they settle: the budget is never passed."""
+    rng = random.Random(seed)
+    ledger = Ledger(Budget(limit=limit))
+    in_flight = []
+    for n, max_tokens, settle_now in requests:
+        reservation = ledger.reserve(SamplingParams(n=n, max_tokens=max_tokens), prompt_tokens=10)
+        if reservation is None:
+            assert ledger.remaining < 1
+            continue
+        assert reservation.params.n <= n and reservation.params.max_tokens <= max_tokens
+        assert ledger.spent + ledger.reserved <= limit
+        in_flight.append(reservation)
+        if settle_now:
+            for r in in_flight:
+                ledger.settle(r, fake_generation(r.params, rng))
+            in_flight.clear()
+    for r in in_flight:
+        ledger.settle(r, fake_generation(r.params, rng))
+    assert ledger.reserved == 0
+    assert ledger.spent <= limit
+    assert ledger.to_dict()["generated_tokens"] == ledger.spent
+
+
+def test_ledger_caps_to_what_is_left_then_is_exhausted() -> None:
+    ledger = Ledger(Budget.parse("100"))
+    r = ledger.reserve(SamplingParams(n=4, max_tokens=50), prompt_tokens=5)
+    assert r is not None and r.params.n == 4 and r.params.max_tokens == 25
+    ledger.settle(r, fake_generation(SamplingParams(n=4, max_tokens=25), random.Random(0)))
+    while not ledger.exhausted:
+        r = ledger.reserve(SamplingParams(n=1, max_tokens=1000), prompt_tokens=5)
+        assert r is not None
+        ledger.settle(r, Generation(completions=(Completion(text="", token_ids=(1,) * r.params.max_tokens),), prompt_tokens=5))
+    assert ledger.spent == 100
+    assert ledger.reserve(SamplingParams(n=1, max_tokens=1), prompt_tokens=5) is None
+    assert ledger.to_dict()["refused_requests"] == 1
+
+
+def test_ledger_lowers_n_when_not_one_token_each_fits() -> None:
+    ledger = Ledger(Budget(limit=3))
+    r = ledger.reserve(SamplingParams(n=8, max_tokens=10), prompt_tokens=1)
+    assert r is not None
+    assert r.params.n * r.params.max_tokens <= 3 and r.params.n >= 1
+
+
+def test_settle_refuses_an_engine_that_ignores_max_tokens() -> None:
+    ledger = Ledger(Budget(limit=10))
+    r = ledger.reserve(SamplingParams(n=1, max_tokens=5), prompt_tokens=1)
+    assert r is not None
+    too_long = Generation(completions=(Completion(text="", token_ids=(1,) * 6),), prompt_tokens=1)
+    with pytest.raises(RuntimeError, match="more than was reserved"):
+        ledger.settle(r, too_long)
+
+
+def test_affordable_samples() -> None:
+    ledger = Ledger(Budget.parse("8k"))
+    assert ledger.affordable_samples(256) == 31
+    assert ledger.affordable_samples(8001) == 0

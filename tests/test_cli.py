@@ -1,0 +1,89 @@
+"""The CLI: bad input is one line on stderr with exit code 2; the real run end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ttscale.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["run", "--strategy", "self_consistncy"], "did you mean 'self_consistency'?"),
+        (["run", "--strategy", "sc", "--budget", "8q"], "cannot read budget '8q'"),
+        (["run", "--strategy", "sc", "--budget", "-1"], "cannot read budget '-1'"),
+        (["run", "--strategy", "sc", "--budget", "0"], "budget must be > 0"),
+        (["run", "--strategy", "sc", "--budget", "1e999"], "budget must be a finite number"),
+        (["run", "--strategy", "sc", "--task", "arithmetc"], "did you mean 'arithmetic'?"),
+        (["run", "--strategy", "sc", "--task", "arithmetic:9"], "levels must be within 1-5"),
+        (["run", "--strategy", "sc", "--model", "/no/such/model"], "model '/no/such/model' not found"),
+        (["run", "--strategy", "sc", "--param", "n"], "--param must look like key=value"),
+        (["run", "--strategy", "sc", "--param", "n=-3"], "n must be ≥ 1, got -3"),
+        (["run", "--strategy", "sc", "--param", "width=2"], "unknown parameter 'width'"),
+        (["run", "--strategy", "sc", "--limit", "0"], "--limit: must be ≥ 1"),
+        (["run", "--strategy", "sc", "--max-model-len", "10"], "max_model_len must be in"),
+        (["run"], "--strategy is required"),
+        (["run", "--resume", "/no/such/run"], "is not a ttscale run"),
+        (["fly"], "invalid choice: 'fly'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ttscale: error: ")
+    assert expected in err
+
+
+def test_existing_run_dir_is_not_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "results.jsonl").write_text('{"id": "x"}\n')
+    assert main(["run", "--strategy", "sc", "--out", str(tmp_path)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert (tmp_path / "results.jsonl").read_text() == '{"id": "x"}\n'
+
+
+def test_list_names_strategies_and_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "self_consistency" in out and "best_of_n" in out and "arithmetic" in out
+
+
+def _ttscale(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ttscale.cli", *args]
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", "--strategy", "self_consistency", "--budget", "2k", "--task", "arithmetic", "--limit", "8",
+            "--concurrency", "1", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.is_file() and 1 <= results.read_text().count("\n") < 8:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended before it could be killed: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the CLI and vLLM's engine process
+    proc.wait()
+    finished_before = results.read_text().count("\n")
+    assert 1 <= finished_before < 8
+
+    done = subprocess.run(_ttscale("run", "--resume", str(out), "--no-progress", "--json"),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(records) == 8 and len({r["id"] for r in records}) == 8
+    assert all(r["ledger"]["generated_tokens"] <= 2000 for r in records)
+    assert summary["problems"] == 8 and summary["resumed"] is True and summary["over_budget"] == 0
+    assert {p.name for p in out.iterdir()} >= {"config.json", "results.jsonl", "summary.json"}

@@ -1,0 +1,32 @@
+"""Layout contracts: a light `import ttscale`, and a wheel without top-level strategies/verifiers/evals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_import_ttscale_is_light(tmp_path: Path) -> None:
+    code = (
+        "import sys, ttscale, ttscale.cli, ttscale.strategies, ttscale.evals, ttscale.verifiers, ttscale.runner;"
+        "print(','.join(m for m in ('vllm', 'torch', 'ray', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_wheel_has_no_top_level_card_folders(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
+        check=True, capture_output=True, cwd=tmp_path,
+    )
+    wheel = next(tmp_path.glob("ttscale-*.whl"))
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert not tops & {"strategies", "verifiers", "evals", "tests"}
+    names = zipfile.ZipFile(wheel).namelist()
+    for package in ("strategies", "verifiers", "evals"):
+        assert f"ttscale/{package}/__init__.py" in names

@@ -1,0 +1,66 @@
+"""Strategies on the real engine: budget-safe, complete records, deterministic selection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttscale import STRATEGIES
+from ttscale.budget import Budget, Ledger
+from ttscale.context import Context
+from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.params import params_class, parse_params
+from ttscale.select import majority_vote
+
+pytestmark = pytest.mark.slow
+
+TASK = ArithmeticTask(levels=(1, 2), per_level=2)
+
+
+def run(sync_engine: Any, name: str, budget: str, **params: str) -> tuple[Any, Ledger]:
+    fn = STRATEGIES.get(name)
+    problem = TASK.problems()[0]
+    ledger = Ledger(Budget.parse(budget))
+    ctx = Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=ledger)
+    answer = sync_engine.loop.run(fn(problem, ctx, parse_params(params_class(fn), params)))
+    return answer, ledger
+
+
+@pytest.mark.parametrize("name", ["self_consistency", "best_of_n"])
+@pytest.mark.parametrize("budget", ["300", "1k"])
+def test_budget_is_used_and_never_exceeded(sync_engine: Any, name: str, budget: str) -> None:
+    answer, ledger = run(sync_engine, name, budget, max_tokens="100")
+    limit = Budget.parse(budget).limit
+    assert ledger.spent <= limit
+    assert len(answer.samples) == int(limit // 100)  # N = B / max_tokens
+    assert sum(s.num_tokens for s in answer.samples) == ledger.to_dict()["generated_tokens"]
+
+
+def test_refill_spends_the_leftover(sync_engine: Any) -> None:
+    answer, ledger = run(sync_engine, "self_consistency", "1k", max_tokens="100", refill="true")
+    assert len(answer.samples) > 10  # samples stop early, so the leftover buys more
+    assert ledger.spent <= 1000 and ledger.remaining < 100
+
+
+def test_self_consistency_answer_is_the_majority(sync_engine: Any) -> None:
+    answer, _ = run(sync_engine, "self_consistency", "2k", n="12", max_tokens="64")
+    assert len(answer.samples) == 12
+    assert answer.prediction == majority_vote(answer.samples)[0]
+    assert sum(answer.info["votes"].values()) == sum(s.answer is not None for s in answer.samples)
+
+
+def test_best_of_n_picks_the_most_confident_sample(sync_engine: Any) -> None:
+    answer, _ = run(sync_engine, "best_of_n", "2k", n="6", max_tokens="64")
+    scored = [s for s in answer.samples if s.answer is not None]
+    assert all(s.score is not None and s.score <= 0 for s in answer.samples)
+    if scored:
+        best = max(scored, key=lambda s: s.score)
+        assert answer.prediction == best.answer
+        assert answer.info["best_score"] == best.score
+
+
+def test_tiny_budget_gives_no_samples_but_no_error(sync_engine: Any) -> None:
+    answer, ledger = run(sync_engine, "self_consistency", "50", max_tokens="100")
+    assert answer.samples == () and answer.prediction is None
+    assert ledger.spent == 0

@@ -1,0 +1,43 @@
+"""ttscale: test-time compute scaling for LLMs, budget-matched by construction.
+
+`import ttscale` is light on purpose: no vllm, torch or ray is imported until an engine
+or a model is actually needed.
+"""
+
+from ttscale.budget import Budget, Ledger
+from ttscale.registry import Registry
+from ttscale.types import Answer, Completion, Generation, Problem, RunRecord, Sample, SamplingParams
+
+__version__ = "0.1.0"
+
+STRATEGIES = Registry("strategy", entry_point_group="ttscale.strategies")
+"""Test-time strategies: `async def strategy(problem, ctx, **params) -> Answer`."""
+STRATEGIES.register("best_of_n", "ttscale.strategies.best_of_n:best_of_n", aliases=("bon", "best_of"))
+STRATEGIES.register(
+    "self_consistency", "ttscale.strategies.self_consistency:self_consistency", aliases=("sc", "majority")
+)
+
+TASKS = Registry("task", entry_point_group="ttscale.tasks")
+"""Tasks: factories `(**options) -> Task` (see ttscale.evals.base)."""
+TASKS.register("arithmetic", "ttscale.evals.arithmetic:ArithmeticTask", aliases=("arith",))
+TASKS.register("gsm8k", "ttscale.evals.datasets:gsm8k")
+TASKS.register("math500", "ttscale.evals.datasets:math500", aliases=("math_500", "math"))
+TASKS.register("aime24", "ttscale.evals.datasets:aime24", aliases=("aime2024",))
+TASKS.register("aime25", "ttscale.evals.datasets:aime25", aliases=("aime2025",))
+TASKS.register("jsonl", "ttscale.evals.datasets:jsonl_task")
+
+__all__ = [
+    "STRATEGIES",
+    "TASKS",
+    "Answer",
+    "Budget",
+    "Completion",
+    "Generation",
+    "Ledger",
+    "Problem",
+    "Registry",
+    "RunRecord",
+    "Sample",
+    "SamplingParams",
+    "__version__",
+]

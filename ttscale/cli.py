@@ -1,0 +1,86 @@
+"""The `ttscale` command line. Each subcommand lives in its own module and registers itself.
+
+Bad input never shows a traceback: it prints one line on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+#: subcommand → "module:function" that adds its parser (imported lazily, so `--help` stays fast).
+SUBCOMMANDS: dict[str, str] = {
+    "run": "ttscale.cli_run:register",
+    "list": "ttscale.cli_run:register_list",
+    "prepare": "ttscale.cli_run:register_prepare",
+    "cost": "ttscale.cli_cost:register",
+    "fit": "ttscale.cli_fit:register",
+}
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints the usage block before its error; we print only the one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ttscale", description="Test-time compute scaling on vLLM, budget-matched.")
+    parser.add_argument("--version", action="version", version=f"ttscale {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for target in SUBCOMMANDS.values():
+        module_name, func = target.split(":")
+        getattr(importlib.import_module(module_name), func)(sub)
+    return parser
+
+
+def _version() -> str:
+    from ttscale import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ttscale.budget import BudgetError
+    from ttscale.models import ModelError
+    from ttscale.registry import UnknownNameError
+
+    try:
+        args = build_parser().parse_args(argv)
+        code: int = args.func(args)
+        return code
+    except (UsageError, BudgetError, UnknownNameError, ModelError) as exc:
+        print(f"ttscale: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ttscale: interrupted (finished problems are saved; continue with --resume DIR)", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("TTSCALE_DEBUG"):
+            raise
+        print(
+            f"ttscale: error: {type(exc).__name__}: {_one_line(exc)} (set TTSCALE_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""The per-problem context a strategy receives: its engine door, metered by the problem's ledger.
+
+A strategy never calls the engine directly: `ctx.generate` reserves the request's worst case
+in the ledger (lowering max_tokens or n to what is left), sends it, and settles the true cost.
+So every strategy is budget-safe by construction, however it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ttscale.budget import Ledger, Role
+from ttscale.types import Completion, Generation, Problem, Sample, SamplingParams
+
+if TYPE_CHECKING:
+    from ttscale.engine.base import Engine, Prompt
+    from ttscale.evals.base import Task
+
+
+class Context:
+    """Everything one problem's strategy may use: the prompt, the metered engine, the task's grader."""
+
+    def __init__(self, *, problem: Problem, task: Task, engine: Engine, ledger: Ledger) -> None:
+        self.problem = problem
+        self.task = task
+        self.engine = engine
+        self.budget = ledger
+        """The problem's ledger: `remaining`, `exhausted`, `affordable_samples(max_tokens)`."""
+        self._prompt: list[int] | None = None
+
+    def prompt(self) -> list[int]:
+        """Token ids of the problem asked through the task's template and the model's chat template."""
+        if self._prompt is None:
+            self._prompt = self.engine.chat_prompt(self.task.messages(self.problem))
+        return self._prompt
+
+    async def generate(self, prompt: Prompt, params: SamplingParams, *, role: Role = "policy") -> Generation:
+        """Metered generation: never more than the budget allows; no completions once it is spent."""
+        ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
+        reservation = self.budget.reserve(params, prompt_tokens=len(ids), role=role)
+        if reservation is None:
+            return Generation(completions=(), prompt_tokens=len(ids))
+        generation: Generation | None = None
+        try:
+            generation = await self.engine.generate(ids, reservation.params)
+        finally:
+            self.budget.settle(reservation, generation)
+        return generation
+
+    def sample(self, completion: Completion, *, score: float | None = None) -> Sample:
+        """A finished candidate: the completion with its extracted answer and a selection score."""
+        return Sample(
+            text=completion.text,
+            answer=self.task.extract(completion.text),
+            num_tokens=completion.num_tokens,
+            score=score,
+            finish_reason=completion.finish_reason,
+        )

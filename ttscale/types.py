@@ -1,0 +1,147 @@
+"""The vocabulary of ttscale: what a problem, a sample, an answer and a run record are.
+
+Everything here is plain data (frozen dataclasses, JSON-friendly), so it can cross
+process boundaries, be written as JSON lines, and be read back without unpickling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+FinishReason = Literal["stop", "length", "budget", "abort"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One question of a task, with its reference answer."""
+
+    id: str
+    """Stable identifier, unique within the task (used to resume runs)."""
+    question: str
+    """The question as shown to the model (before the task's prompt template)."""
+    reference: str
+    """The reference answer, as the task's grader expects it."""
+    level: int | None = None
+    """Difficulty level when the task has one (arithmetic 1-5, MATH 1-5)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Anything else the task keeps (subject, source row, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingParams:
+    """What one engine request asks for. Validated here, so engines can trust it."""
+
+    n: int = 1
+    """Number of independent samples of the same prompt."""
+    temperature: float = 0.8
+    """Softmax temperature; 0 is greedy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass, in (0, 1]."""
+    max_tokens: int = 256
+    """Generated tokens per sample at most (the ledger may lower it to fit the budget)."""
+    stop: tuple[str, ...] = ()
+    """Strings that end a sample; the stop string itself is not included in the text."""
+    logprobs: int | None = None
+    """Return the log-probability of each sampled token and this many top alternatives (0 = only the sampled one)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"n must be ≥ 1, got {self.n!r}")
+        if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)) or (
+            self.temperature < 0
+        ):
+            raise ValueError(f"temperature must be a finite number ≥ 0, got {self.temperature!r}")
+        if self.temperature == 0 and self.n > 1:
+            raise ValueError(f"n must be 1 when temperature is 0 (greedy samples are identical), got {self.n}")
+        if not (0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be ≥ 1, got {self.max_tokens!r}")
+        if self.logprobs is not None and (not isinstance(self.logprobs, int) or not 0 <= self.logprobs <= 20):
+            raise ValueError(f"logprobs must be None or an integer in [0, 20], got {self.logprobs!r}")
+        if isinstance(self.stop, str):
+            object.__setattr__(self, "stop", (self.stop,))
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ValueError(f"stop must be non-empty strings, got {self.stop!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completion:
+    """One sample returned by the engine."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...] | None = None
+    """Log-probability of each sampled token, when requested."""
+    top_logprobs: tuple[dict[str, float], ...] | None = None
+    """Per position, the top alternatives (decoded token → log-probability), when requested with logprobs > 0."""
+    finish_reason: FinishReason = "stop"
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def mean_logprob(self) -> float | None:
+        """Mean token log-probability: the confidence score of best-of-N without a verifier."""
+        if not self.logprobs:
+            return None
+        return sum(self.logprobs) / len(self.logprobs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Generation:
+    """The engine's answer to one request: the prompt's accounting plus n completions."""
+
+    completions: tuple[Completion, ...]
+    prompt_tokens: int
+    """Tokens in the prompt."""
+    cached_prompt_tokens: int = 0
+    """Prompt tokens whose KV came from the engine's prefix cache (not recomputed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """A finished candidate solution as a strategy keeps it (what results.jsonl stores)."""
+
+    text: str
+    answer: str | None
+    """The answer the task extracted from the text (None when there is none)."""
+    num_tokens: int
+    score: float | None = None
+    """The selection score the strategy used (mean log-prob, verifier score, ...)."""
+    finish_reason: FinishReason = "stop"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What a strategy returns for one problem."""
+
+    prediction: str | None
+    """The chosen final answer, or None when the strategy produced none (e.g. no budget)."""
+    samples: tuple[Sample, ...] = ()
+    """Every finished candidate, so results can be re-evaluated at smaller budgets."""
+    info: dict[str, Any] = field(default_factory=dict)
+    """Strategy-specific statistics (votes, tree sizes, ...); JSON-serialisable."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One line of results.jsonl: a problem, what the strategy answered, and what it cost."""
+
+    id: str
+    strategy: str
+    prediction: str | None
+    reference: str
+    correct: bool
+    ledger: dict[str, Any]
+    samples: list[dict[str, Any]]
+    level: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """Set when the strategy raised: the run goes on and the problem counts as wrong."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
