@@ -26,9 +26,13 @@ TASKS.register("aime24", "ttscale.evals.datasets:aime24", aliases=("aime2024",))
 TASKS.register("aime25", "ttscale.evals.datasets:aime25", aliases=("aime2025",))
 TASKS.register("jsonl", "ttscale.evals.datasets:jsonl_task")
 
+VERIFIERS = Registry("verifier", entry_point_group="ttscale.verifiers")
+"""Verifiers: factories `(**options) -> Verifier` (see ttscale.verifiers.base)."""
+
 __all__ = [
     "STRATEGIES",
     "TASKS",
+    "VERIFIERS",
     "Answer",
     "Budget",
     "Completion",
