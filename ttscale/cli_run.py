@@ -77,8 +77,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ttscale.engine import start_engine
     from ttscale.summary import format_table
 
-    spec, run_dir, resuming = build_spec(args)
     try:
+        spec, run_dir, resuming = build_spec(args)
         prepared = prepare(spec)
         if resuming:
             check_resume(run_dir, prepared)

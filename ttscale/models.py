@@ -92,6 +92,7 @@ def prepare_embedded() -> Path:
         try:
             _convert_gguf(embedded_gguf(), tmp)
             (tmp / ".complete").write_text("ok\n")
+            tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared by a team
             if target.exists():  # a stale, incomplete folder from a killed conversion
                 shutil.rmtree(target)
             os.rename(tmp, target)
