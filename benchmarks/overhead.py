@@ -29,12 +29,19 @@ async def raw_vllm(engine: VLLMEngine, prompts: list[list[int]], n: int, max_tok
     from vllm.sampling_params import RequestOutputKind
 
     params = SamplingParams(
-        n=n, temperature=0.8, top_p=1.0, max_tokens=max_tokens, logprobs=0, output_kind=RequestOutputKind.FINAL_ONLY
+        n=n,
+        temperature=0.8,
+        top_p=1.0,
+        max_tokens=max_tokens,
+        logprobs=0,
+        output_kind=RequestOutputKind.FINAL_ONLY,
     )
 
     async def one(i: int, ids: list[int]) -> int:
         final: Any = None
-        async for out in engine._llm.generate(TokensPrompt(prompt_token_ids=ids), params, request_id=f"raw-{time.time()}-{i}"):
+        async for out in engine._llm.generate(
+            TokensPrompt(prompt_token_ids=ids), params, request_id=f"raw-{time.time()}-{i}"
+        ):
             final = out
         return sum(len(c.token_ids) for c in final.outputs)
 
@@ -51,7 +58,9 @@ async def through_ttscale(engine: VLLMEngine, spec: RunSpec) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--problems", type=int, default=20)
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=128)
@@ -63,7 +72,9 @@ def main() -> None:
     assert isinstance(engine, VLLMEngine)
     spec = RunSpec(
         strategy="best_of_n",
-        budget=str(args.n * args.max_tokens),  # exactly one full request per problem: the ledger never caps it
+        budget=str(
+            args.n * args.max_tokens
+        ),  # exactly one full request per problem: the ledger never caps it
         task="arithmetic",
         limit=args.problems,
         params={"n": str(args.n), "max_tokens": str(args.max_tokens)},
@@ -84,7 +95,9 @@ def main() -> None:
             seconds = time.perf_counter() - start
             totals[name][0] += tokens
             totals[name][1] += seconds
-            print(f"round {r + 1}  {name:<18} {tokens:>7} tokens  {seconds:7.2f} s  {tokens / seconds:8.1f} tok/s")
+            print(
+                f"round {r + 1}  {name:<18} {tokens:>7} tokens  {seconds:7.2f} s  {tokens / seconds:8.1f} tok/s"
+            )
     rate = {name: tokens / seconds for name, (tokens, seconds) in totals.items()}
     print(f"\n{args.problems} problems x n={args.n} x max_tokens={args.max_tokens}, {args.rounds} rounds")
     for name, value in rate.items():

@@ -14,14 +14,16 @@ from typing import Any
 
 from ttscale.evals.base import Message
 from ttscale.evals.extract import extract_answer
+
 from ttscale.types import Problem
 
+Generator = Callable[[random.Random], tuple[str, int]]
 #: level → (description, generator of (expression, value) from an RNG)
-LEVELS: dict[int, tuple[str, Callable[[random.Random], tuple[str, int]]]] = {}
+LEVELS: dict[int, tuple[str, Generator]] = {}
 
 
-def _level(number: int, description: str):  # type: ignore[no-untyped-def]
-    def wrap(fn: Callable[[random.Random], tuple[str, int]]) -> Callable[[random.Random], tuple[str, int]]:
+def _level(number: int, description: str) -> Callable[[Generator], Generator]:
+    def wrap(fn: Generator) -> Generator:
         LEVELS[number] = (description, fn)
         return fn
 
@@ -84,7 +86,9 @@ class ArithmeticTask:
 
     name = "arithmetic"
 
-    def __init__(self, levels: str | tuple[int, ...] = (1, 2, 3, 4, 5), *, per_level: int = 100, seed: int = 0):
+    def __init__(
+        self, levels: str | tuple[int, ...] = (1, 2, 3, 4, 5), *, per_level: int = 100, seed: int = 0
+    ):
         self.levels = parse_levels(levels) if isinstance(levels, str) else tuple(levels)
         if per_level < 1:
             raise ValueError(f"per_level must be ≥ 1, got {per_level}")
@@ -125,4 +129,9 @@ class ArithmeticTask:
         return bool(_INT.match(cleaned)) and int(cleaned) == int(problem.reference)
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "levels": list(self.levels), "per_level": self.per_level, "seed": self.seed}
+        return {
+            "name": self.name,
+            "levels": list(self.levels),
+            "per_level": self.per_level,
+            "seed": self.seed,
+        }

@@ -6,7 +6,8 @@ Order of preference (the first that finds something wins):
 2. the last `#### N` (GSM8K style; only a number counts, so a markdown heading `#### Step 2` does not);
 3. the last "answer is …" / "Answer: …" / "final answer is …" phrase (the math span after it when
    there is one, else the phrase up to the end of its sentence);
-4. the last number in the text.
+4. the last math span (`$…$`) when nothing numeric follows it ("Therefore, $3!$");
+5. the last number in the text.
 
 Everything is bounded: only the last `MAX_SCAN` characters are searched, every regex is linear
 (no nested quantifiers over the same characters), and a phrase is at most `_MAX_PHRASE` long.
@@ -27,13 +28,14 @@ _NUMBER_RE = re.compile(rf"(?<![\w.])(?:{_NUMBER})")
 _BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_BARE = re.compile(r"\\boxed[ \t]+([^\s${}\\]+)")
 _HASHES = re.compile(rf"####\s*\$?\s*({_NUMBER})(?![\d\w])")
-_ANSWER_IS = re.compile(
-    r"(?:final\s+answer|answer)\s*(?:is|:|=|\*\*:?|:\s*\*\*)\s*(?:\*\*)?\s*:?\s*", re.IGNORECASE
-)
+_ANSWER_IS = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=|\*\*:?|:\s*\*\*)\s*(?:\*\*)?\s*:?\s*", re.IGNORECASE)
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
 # Words after a number that are units ("12 apples"), unless they are mathematics ("2 pi").
-_MATH_WORDS = frozenset("pi sqrt ln log sin cos tan sec csc cot mod or and to plus minus times over i e".split())
+_MATH_WORDS = frozenset(
+    {"pi", "sqrt", "ln", "log", "sin", "cos", "tan", "sec", "csc", "cot", "mod", "i", "e"}
+    | {"or", "and", "to", "plus", "minus", "times", "over"}
+)
 
 
 def last_boxed(text: str) -> str | None:
@@ -59,9 +61,7 @@ def last_boxed(text: str) -> str | None:
                 if end is not None and text[match.end() : end].strip():
                     best_pos, best = match.start(), text[match.end() : end].strip()
                     break
-    bare = None
-    for bare in _BOX_BARE.finditer(text):
-        pass
+    bare = _last_match(_BOX_BARE, text)
     if bare is not None and bare.start() > best_pos:
         return bare.group(1).rstrip(".,;")
     return best
@@ -106,30 +106,24 @@ def extract_answer(text: str) -> str | None:
     boxed = last_boxed(text)
     if boxed:
         return boxed
-    hashes = None
-    for hashes in _HASHES.finditer(text):
-        pass
+    hashes = _last_match(_HASHES, text)
     if hashes is not None:
         return _clean_number(hashes.group(1))
     phrase = _answer_phrase(text)
     if phrase:
         return phrase
-    return last_number(text)
+    return _final_math(text) or last_number(text)
 
 
 def last_number(text: str) -> str | None:
     """The last number in `text` (thousands separators removed), or None."""
-    found = None
-    for found in _NUMBER_RE.finditer(text[-MAX_SCAN:]):
-        pass
+    found = _last_match(_NUMBER_RE, text[-MAX_SCAN:])
     return _clean_number(found.group(0)) if found else None
 
 
 def _answer_phrase(text: str) -> str | None:
     """What follows the last "answer is" / "Answer:" in `text`, trimmed to its math or sentence."""
-    last = None
-    for last in _ANSWER_IS.finditer(text):
-        pass
+    last = _last_match(_ANSWER_IS, text)
     if last is None:
         return None
     rest = text[last.end() : last.end() + _MAX_PHRASE]
@@ -150,6 +144,33 @@ def _answer_phrase(text: str) -> str | None:
     if not re.search(r"[\d\\^=()]", phrase) and len(phrase.split()) > 3:
         return None
     return phrase
+
+
+def _final_math(text: str) -> str | None:
+    """The last math span (`$…$`, `\\(…\\)`, ...) when nothing numeric follows it: "we get $1/2$."
+
+    Spans that read as prose ("$5 for A and $") are currency signs, not math, and are skipped;
+    for `x = 5` the value after the last `=` is returned.
+    """
+    tail = text[-2_000:]
+    span = _last_match(_MATH_SPAN, tail)
+    if span is None or re.search(r"\d", tail[span.end() :]):
+        return None
+    content = _clean(next(g for g in span.groups() if g is not None))
+    words = re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}", content)
+    if not content or len(words) >= 2:
+        return None
+    if "=" in content and "," not in content:
+        content = content.rsplit("=", 1)[1].strip() or content
+    return content
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of `pattern` in `text` (matches are found left to right, without overlap)."""
+    last = None
+    for last in pattern.finditer(text):  # noqa: B007  (the loop is how the last one is reached)
+        pass
+    return last
 
 
 def _clean(answer: str) -> str:

@@ -14,7 +14,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
 from ttscale.evals.subsample import SubsampleOptions, majority_expectation
 
 
@@ -159,10 +158,6 @@ def bootstrap_mean(
     return Estimate(value=float(data.mean()), low=float(low), high=float(high), confidence=confidence, n=n)
 
 
-def accuracy(
-    correct: Sequence[bool], *, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
-) -> Estimate:
+def accuracy(correct: Sequence[bool], *, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Estimate:
     """Fraction correct with a percentile-bootstrap confidence interval (see `wilson_interval` too)."""
-    return bootstrap_mean(
-        [float(bool(c)) for c in correct], confidence=confidence, resamples=resamples, seed=seed
-    )
+    return bootstrap_mean([float(bool(c)) for c in correct], confidence=confidence, resamples=resamples, seed=seed)

@@ -12,7 +12,15 @@ from ttscale.types import Completion, Generation, SamplingParams
 
 @pytest.mark.parametrize(
     ("text", "limit"),
-    [("8k", 8000), ("8000", 8000), ("1.5M", 1_500_000), ("2K", 2000), (" 500 ", 500), ("8ktokens", 8000), (300, 300)],
+    [
+        ("8k", 8000),
+        ("8000", 8000),
+        ("1.5M", 1_500_000),
+        ("2K", 2000),
+        (" 500 ", 500),
+        ("8ktokens", 8000),
+        (300, 300),
+    ],
 )
 def test_parse_token_budgets(text: str | int, limit: int) -> None:
     budget = Budget.parse(text)
@@ -41,9 +49,7 @@ def fake_generation(params: SamplingParams, rng: random.Random, prompt_tokens: i
 @settings(max_examples=300, deadline=None)
 @given(
     limit=st.integers(min_value=1, max_value=20_000),
-    requests=st.lists(
-        st.tuples(st.integers(1, 64), st.integers(1, 4096), st.booleans()), min_size=1, max_size=40
-    ),
+    requests=st.lists(st.tuples(st.integers(1, 64), st.integers(1, 4096), st.booleans()), min_size=1, max_size=40),
     seed=st.integers(0, 2**16),
 )
 def test_ledger_never_exceeds_budget(limit: int, requests: list[tuple[int, int, bool]], seed: int) -> None:
@@ -78,7 +84,10 @@ def test_ledger_caps_to_what_is_left_then_is_exhausted() -> None:
     while not ledger.exhausted:
         r = ledger.reserve(SamplingParams(n=1, max_tokens=1000), prompt_tokens=5)
         assert r is not None
-        ledger.settle(r, Generation(completions=(Completion(text="", token_ids=(1,) * r.params.max_tokens),), prompt_tokens=5))
+        ledger.settle(
+            r,
+            Generation(completions=(Completion(text="", token_ids=(1,) * r.params.max_tokens),), prompt_tokens=5),
+        )
     assert ledger.spent == 100
     assert ledger.reserve(SamplingParams(n=1, max_tokens=1), prompt_tokens=5) is None
     assert ledger.to_dict()["refused_requests"] == 1
@@ -104,3 +113,46 @@ def test_affordable_samples() -> None:
     ledger = Ledger(Budget.parse("8k"))
     assert ledger.affordable_samples(256) == 31
     assert ledger.affordable_samples(8001) == 0
+
+
+class CountingCost:
+    """A cost model stand-in for the ledger's pricing hook: one unit per prompt and per generated token."""
+
+    def breakdown(self, *, prompt_tokens: int, cached_prompt_tokens: int, gen_lengths: list[int]) -> dict[str, float]:
+        return {"flops": float(prompt_tokens - cached_prompt_tokens + sum(gen_lengths)), "eflops": 1.0}
+
+
+def test_ledger_prices_every_request_for_the_record() -> None:
+    ledger = Ledger(Budget.parse("1k"), costing=CountingCost())
+    for _ in range(3):
+        r = ledger.reserve(SamplingParams(n=2, max_tokens=10), prompt_tokens=7)
+        assert r is not None
+        ledger.settle(
+            r,
+            Generation(
+                completions=(Completion(text="", token_ids=(1, 2)),) * 2, prompt_tokens=7, cached_prompt_tokens=3
+            ),
+        )
+    record = ledger.to_dict()
+    assert record["flops"] == 3 * (4 + 4) and record["eflops"] == 3.0
+    assert record["generated_tokens"] == 12 == ledger.spent
+
+
+def test_flop_budgets_parse_and_meter_in_their_unit() -> None:
+    import json
+    from pathlib import Path
+
+    budget = Budget.parse("3e12eflop")
+    assert (budget.unit, budget.limit) == ("eflop", 3e12)
+    config = json.loads((Path(__file__).parent / "data" / "smollm2_config.json").read_text())
+    ledger = Ledger(budget, meter=budget.meter(model_config=config, hardware="B200"))
+    rng = random.Random(0)
+    while True:
+        r = ledger.reserve(SamplingParams(n=4, max_tokens=512), prompt_tokens=60)
+        if r is None:
+            break
+        ledger.settle(r, fake_generation(r.params, rng, prompt_tokens=60))
+    assert 0 < ledger.spent <= 3e12
+    assert ledger.exhausted or ledger.remaining < ledger.meter.cost(
+        prompt_tokens=60, cached_prompt_tokens=0, gen_lengths=[1]
+    )

@@ -36,7 +36,9 @@ from ttscale.cli import main
         (["fly"], "invalid choice: 'fly'"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("ttscale: error: ")
@@ -63,9 +65,25 @@ def _ttscale(*args: str) -> list[str]:
 @pytest.mark.slow
 def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", "--strategy", "self_consistency", "--budget", "2k", "--task", "arithmetic", "--limit", "8",
-            "--concurrency", "1", "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    args = [
+        "run",
+        "--strategy",
+        "self_consistency",
+        "--budget",
+        "2k",
+        "--task",
+        "arithmetic",
+        "--limit",
+        "8",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    proc = subprocess.Popen(
+        _ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     results = out / "results.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -78,8 +96,12 @@ def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> N
     finished_before = results.read_text().count("\n")
     assert 1 <= finished_before < 8
 
-    done = subprocess.run(_ttscale("run", "--resume", str(out), "--no-progress", "--json"),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        _ttscale("run", "--resume", str(out), "--no-progress", "--json"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     records = [json.loads(line) for line in results.read_text().splitlines()]

@@ -22,7 +22,7 @@ def test_missing_models_are_clear_errors(bad: str) -> None:
 
 
 def test_folder_without_config_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="no config.json"):
+    with pytest.raises(ModelError, match=r"no config\.json"):
         resolve_model(str(tmp_path))
 
 
@@ -32,7 +32,9 @@ def test_two_processes_converting_at_once_get_one_complete_model(tmp_path: Path)
     code = "from ttscale.models import prepare_embedded; print(prepare_embedded())"
     env = {**__import__("os").environ, "TTSCALE_CACHE": str(tmp_path)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=600) for p in procs]

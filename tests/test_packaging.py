@@ -15,14 +15,18 @@ def test_import_ttscale_is_light(tmp_path: Path) -> None:
         "import sys, ttscale, ttscale.cli, ttscale.strategies, ttscale.evals, ttscale.verifiers, ttscale.runner;"
         "print(','.join(m for m in ('vllm', 'torch', 'ray', 'transformers') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == ""
 
 
 def test_wheel_has_no_top_level_card_folders(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
-        check=True, capture_output=True, cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
     )
     wheel = next(tmp_path.glob("ttscale-*.whl"))
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}

@@ -30,7 +30,9 @@ def run(sync_engine: Any, spec: RunSpec, out: Path, *, resume: bool = False) -> 
     return result
 
 
-SPEC = RunSpec(strategy="self_consistency", budget="600", task="arithmetic", limit=5, params={"max_tokens": "96"})
+SPEC = RunSpec(
+    strategy="self_consistency", budget="600", task="arithmetic", limit=5, params={"max_tokens": "96"}
+)
 
 
 def test_run_writes_config_results_and_summary(sync_engine: Any, tmp_path: Path) -> None:
@@ -67,7 +69,9 @@ def test_resume_runs_only_unfinished_problems(sync_engine: Any, tmp_path: Path) 
 
 def test_resume_refuses_a_different_run(sync_engine: Any, tmp_path: Path) -> None:
     run(sync_engine, SPEC, tmp_path)
-    other = RunSpec(strategy="self_consistency", budget="700", task="arithmetic", limit=5, params={"max_tokens": "96"})
+    other = RunSpec(
+        strategy="self_consistency", budget="700", task="arithmetic", limit=5, params={"max_tokens": "96"}
+    )
     with pytest.raises(RunDirError, match=r"differs in budget: stored \{\"limit\": 600.0"):
         check_resume(RunDir(tmp_path), prepare(other))
 

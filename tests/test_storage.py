@@ -28,7 +28,11 @@ def test_torn_last_line_is_dropped_and_cut_on_resume(tmp_path: Path) -> None:
 
 def test_second_writer_is_refused(tmp_path: Path) -> None:
     first = RunDir(tmp_path)
-    with first.open_for_writing(), pytest.raises(RunDirError, match="another ttscale run"), RunDir(tmp_path).open_for_writing():
+    with (
+        first.open_for_writing(),
+        pytest.raises(RunDirError, match="another ttscale run"),
+        RunDir(tmp_path).open_for_writing(),
+    ):
         pass
 
 

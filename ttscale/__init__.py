@@ -16,6 +16,11 @@ STRATEGIES.register("best_of_n", "ttscale.strategies.best_of_n:best_of_n", alias
 STRATEGIES.register(
     "self_consistency", "ttscale.strategies.self_consistency:self_consistency", aliases=("sc", "majority")
 )
+STRATEGIES.register("beam", "ttscale.strategies.beam:beam", aliases=("beam_search",))
+STRATEGIES.register("dvts", "ttscale.strategies.dvts:dvts")
+STRATEGIES.register("rebase", "ttscale.strategies.rebase:rebase")
+STRATEGIES.register("astar", "ttscale.strategies.astar:astar", aliases=("a_star", "astar_decoding"))
+STRATEGIES.register("particle_filter", "ttscale.strategies.particle_filter:particle_filter", aliases=("pf",))
 
 TASKS = Registry("task", entry_point_group="ttscale.tasks")
 """Tasks: factories `(**options) -> Task` (see ttscale.evals.base)."""
@@ -28,6 +33,10 @@ TASKS.register("jsonl", "ttscale.evals.datasets:jsonl_task")
 
 VERIFIERS = Registry("verifier", entry_point_group="ttscale.verifiers")
 """Verifiers: factories `(**options) -> Verifier` (see ttscale.verifiers.base)."""
+VERIFIERS.register("arithmetic", "ttscale.verifiers.arithmetic:ArithmeticVerifier", aliases=("arith",))
+VERIFIERS.register("noisy_oracle", "ttscale.verifiers.noisy_oracle:NoisyOracle", aliases=("oracle",))
+VERIFIERS.register("llm_judge", "ttscale.verifiers.llm_judge:LLMJudge", aliases=("judge",))
+VERIFIERS.register("genrm", "ttscale.verifiers.genrm:GenRM")
 
 __all__ = [
     "STRATEGIES",

@@ -66,6 +66,14 @@ def _lazy_meter(target: str) -> Callable[..., CostMeter]:
     return factory
 
 
+class Costing(Protocol):
+    """Prices a request in several units at once (the cost model's meters are one)."""
+
+    def breakdown(
+        self, *, prompt_tokens: int, cached_prompt_tokens: int, gen_lengths: Sequence[int]
+    ) -> dict[str, float]: ...
+
+
 #: Units other than tokens, registered by the cost model: unit name → factory of a meter.
 #: The cost-model factories take `model_config=` (the served model's config.json dict) and
 #: `hardware=` (default B200); see ttscale.cost.meter.
@@ -168,9 +176,12 @@ class Reservation:
 class Ledger:
     """The accountant of one problem: meters every engine call and never lets the budget be passed."""
 
-    def __init__(self, budget: Budget, *, meter: CostMeter | None = None) -> None:
+    def __init__(self, budget: Budget, *, meter: CostMeter | None = None, costing: Costing | None = None) -> None:
         self.budget = budget
         self.meter: CostMeter = meter or budget.meter()
+        self.costing = costing
+        """Prices every settled request in FLOPs, bytes and eFLOPs for the record, whatever the budget's unit."""
+        self.compute: dict[str, float] = {}
         self.usage: dict[Role, Usage] = {"policy": Usage(), "verifier": Usage()}
         self.spent = 0.0
         """Settled cost, in the budget's unit."""
@@ -219,7 +230,9 @@ class Ledger:
             self.capped_requests += 1
         amount = self._request_cost(prompt_tokens=prompt_tokens, n=n, max_tokens=max_tokens)
         self.reserved += amount
-        sent = params if (n, max_tokens) == (params.n, params.max_tokens) else replace(params, n=n, max_tokens=max_tokens)
+        sent = (
+            params if (n, max_tokens) == (params.n, params.max_tokens) else replace(params, n=n, max_tokens=max_tokens)
+        )
         return Reservation(params=sent, amount=amount, role=role)
 
     def settle(self, reservation: Reservation, generation: Generation | None) -> None:
@@ -241,6 +254,14 @@ class Ledger:
                 f"engine returned more than was reserved ({cost:g} > {reservation.amount:g} {self.meter.unit})"
             )
         self.spent += cost
+        if self.costing is not None:
+            priced = self.costing.breakdown(
+                prompt_tokens=generation.prompt_tokens,
+                cached_prompt_tokens=generation.cached_prompt_tokens,
+                gen_lengths=lengths,
+            )
+            for key, value in priced.items():
+                self.compute[key] = self.compute.get(key, 0.0) + value
         usage.calls += 1
         usage.samples += len(lengths)
         usage.prompt_tokens += generation.prompt_tokens
@@ -266,6 +287,7 @@ class Ledger:
                 "cached_prompt_tokens": ver.cached_prompt_tokens,
                 "generated_tokens": ver.generated_tokens,
             },
+            **self.compute,
             "capped_requests": self.capped_requests,
             "refused_requests": self.refused_requests,
             **self.extra,
@@ -273,9 +295,7 @@ class Ledger:
 
     # -- internals --------------------------------------------------------------------------
     def _request_cost(self, *, prompt_tokens: int, n: int, max_tokens: int) -> float:
-        return self.meter.cost(
-            prompt_tokens=prompt_tokens, cached_prompt_tokens=0, gen_lengths=[max_tokens] * n
-        )
+        return self.meter.cost(prompt_tokens=prompt_tokens, cached_prompt_tokens=0, gen_lengths=[max_tokens] * n)
 
     def _largest_max_tokens(self, prompt_tokens: int, n: int, upper: int, remaining: float) -> int:
         """Largest m ≤ upper with cost(n samples of m tokens) ≤ remaining (the cost is monotone in m)."""
@@ -287,4 +307,3 @@ class Ledger:
             else:
                 hi = mid - 1
         return lo
-

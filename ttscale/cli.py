@@ -65,7 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ttscale: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("ttscale: interrupted (finished problems are saved; continue with --resume DIR)", file=sys.stderr)
+        print(
+            "ttscale: interrupted (finished problems are saved; continue with --resume DIR)", file=sys.stderr
+        )
         return 130
     except Exception as exc:
         if os.environ.get("TTSCALE_DEBUG"):

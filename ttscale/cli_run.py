@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted run: only unfinished problems run")
     p.add_argument("--param", action="append", metavar="KEY=VALUE", help="strategy parameter (repeatable)")
     p.add_argument("--concurrency", type=_positive_int, help="problems in flight at once (default 64)")
+    p.add_argument("--hardware", help="hardware profile pricing FLOPs/eFLOPs (default B200; see `ttscale cost`)")
     p.add_argument("--data-dir", help="folder with local copies of the datasets (<dir>/<task>/test.jsonl)")
     p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
     p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
@@ -83,7 +84,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if resuming:
             check_resume(run_dir, prepared)
         elif run_dir.has_results():
-            raise UsageError(f"{str(run_dir.path)!r} already holds a run: continue it with --resume, or pick another --out")
+            raise UsageError(
+                f"{str(run_dir.path)!r} already holds a run: continue it with --resume, or pick another --out"
+            )
     except (ValueError, UnknownNameError) as exc:
         raise UsageError(f"run: {exc}") from None
 
@@ -137,7 +140,7 @@ def _first_line(registry: Any, name: str) -> str:
 def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
     """Override the spec with the flags the user actually gave."""
     changes: dict[str, Any] = {}
-    for name in ("strategy", "budget", "task", "limit", "seed", "concurrency"):
+    for name in ("strategy", "budget", "task", "limit", "seed", "concurrency", "hardware"):
         if getattr(args, name, None) is not None:
             changes[name] = getattr(args, name)
     task_options = dict(spec.task_options)

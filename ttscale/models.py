@@ -70,7 +70,9 @@ def resolve_model(model: str) -> str:
     path = Path(model).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
-            raise ModelError(f"model directory {model!r} has no config.json (expected a Hugging Face model folder)")
+            raise ModelError(
+                f"model directory {model!r} has no config.json (expected a Hugging Face model folder)"
+            )
         return str(path.resolve())
     if _HUB_ID.match(model) and not model.startswith((".", "/", "~")):
         return model  # an HF hub id: vLLM downloads it (or finds it in the HF cache)
@@ -128,7 +130,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
             if hasattr(obj, attr):
                 with contextlib.suppress(AttributeError):
                     delattr(obj, attr)
-    model.is_quantized = False
+    model.is_quantized = False  # type: ignore[assignment]
     model.save_pretrained(out, safe_serialization=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     tokenizer.save_pretrained(out)

@@ -31,7 +31,9 @@ def strategy(params: type[Any]) -> Callable[[F], F]:
 def params_class(fn: Callable[..., Any]) -> type[Any]:
     cls = getattr(fn, "Params", None)
     if cls is None or not dataclasses.is_dataclass(cls):
-        raise TypeError(f"strategy {getattr(fn, '__name__', fn)!r} has no Params dataclass (use @strategy(Params))")
+        raise TypeError(
+            f"strategy {getattr(fn, '__name__', fn)!r} has no Params dataclass (use @strategy(Params))"
+        )
     return cls  # type: ignore[return-value]
 
 

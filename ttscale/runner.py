@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ttscale.budget import Budget, Ledger
+from ttscale.budget import Budget, BudgetError, CostMeter, Costing, Ledger
 from ttscale.context import Context
 from ttscale.engine.base import Engine, EngineConfig
 from ttscale.params import params_class, parse_params
@@ -47,6 +47,8 @@ class RunSpec:
     """The engine settings, model included."""
     concurrency: int = 64
     """Problems in flight at once (the engine batches their requests)."""
+    hardware: str = "B200"
+    """Hardware profile that prices FLOPs and eFLOPs (budgets in those units, and every run's record)."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -66,6 +68,11 @@ class Prepared:
     budget: Budget
     task: Any
     problems: list[Problem]
+    meters: Meters
+
+    def ledger(self) -> Ledger:
+        """A fresh ledger for one problem, metered in the budget's unit and priced in FLOPs and eFLOPs."""
+        return Ledger(self.budget, meter=self.meters.budget, costing=self.meters.costing)
 
     def identity(self) -> dict[str, Any]:
         """The part of config.json that must match for `--resume`."""
@@ -76,6 +83,7 @@ class Prepared:
             "task": {"spec": self.spec.task, "options": self.spec.task_options, **self.task.config()},
             "limit": self.spec.limit,
             "seed": self.spec.seed,
+            "hardware": self.spec.hardware,
             "engine": self.spec.engine.to_dict(),
         }
 
@@ -95,8 +103,33 @@ def prepare(spec: RunSpec) -> Prepared:
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")
-    resolve_model(spec.engine.model)  # a missing model fails here, before any engine or run directory exists
-    return Prepared(spec, name, fn, params, budget, task, problems)
+    # A missing model fails here, before any engine or run directory exists.
+    meters = build_meters(budget, resolve_model(spec.engine.model), hardware=spec.hardware)
+    return Prepared(spec, name, fn, params, budget, task, problems, meters)
+
+
+@dataclass
+class Meters:
+    budget: CostMeter | None
+    """Meters the budget's unit; None = the unit's default (generated tokens)."""
+    costing: Costing | None
+    """Prices every request in FLOPs, bytes and eFLOPs; None when the model's shape is unknown."""
+
+
+def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
+    """Meters from the served model's config.json (a local folder); FLOP budgets need one."""
+    config_file = Path(model_path) / "config.json"
+    if not config_file.is_file():
+        if budget.unit != "tokens":
+            raise BudgetError(
+                f"a budget in {budget.unit} needs the model's shape: give --model a local folder with config.json"
+            )
+        return Meters(budget=None, costing=None)
+    from ttscale.cost.meter import eflop_meter
+
+    config = json.loads(config_file.read_text())
+    meter = None if budget.unit == "tokens" else budget.meter(model_config=config, hardware=hardware)
+    return Meters(budget=meter, costing=eflop_meter(model_config=config, hardware=hardware))
 
 
 def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
@@ -105,7 +138,9 @@ def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
     current = json.loads(json.dumps(prepared.identity(), default=str))
     if stored != current:
         diffs = [k for k in sorted(set(current) | set(stored or {})) if (stored or {}).get(k) != current.get(k)]
-        detail = "; ".join(f"{k}: stored {json.dumps((stored or {}).get(k))} vs now {json.dumps(current.get(k))}" for k in diffs)
+        detail = "; ".join(
+            f"{k}: stored {json.dumps((stored or {}).get(k))} vs now {json.dumps(current.get(k))}" for k in diffs
+        )
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: the run differs in {detail}")
 
 
@@ -130,14 +165,19 @@ async def execute(prepared: Prepared, engine: Engine, run_dir: RunDir, *, progre
     wanted = {p.id for p in prepared.problems}
     records = [r for r in run_dir.records() if r.get("id") in wanted]
     summary = summarize(records, budget=prepared.budget, wall_seconds=time.perf_counter() - started)
-    summary.update(strategy=prepared.strategy_name, task=spec.task, budget=str(prepared.budget), resumed=len(todo) < len(prepared.problems))
+    summary.update(
+        strategy=prepared.strategy_name,
+        task=spec.task,
+        budget=str(prepared.budget),
+        resumed=len(todo) < len(prepared.problems),
+    )
     run_dir.write_json(SUMMARY, summary)
     return summary
 
 
 async def solve(prepared: Prepared, engine: Engine, problem: Problem) -> RunRecord:
     """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run."""
-    ledger = Ledger(prepared.budget)
+    ledger = prepared.ledger()
     ctx = Context(problem=problem, task=prepared.task, engine=engine, ledger=ledger)
     started = time.perf_counter()
     error = None

@@ -38,17 +38,19 @@ class RunDir:
         """Hold the directory's lock for the duration of a run; refuse if another process holds it."""
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.path / _LOCK, "a+")
+            self._lock = open(self.path / _LOCK, "a+")  # noqa: SIM115 - held for the whole run, closed below
         except OSError as exc:
             raise RunDirError(f"cannot write run directory {str(self.path)!r}: {exc.strerror}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock.close()
-            raise RunDirError(f"another ttscale run is writing {str(self.path)!r}; wait for it or use another --out") from None
+            raise RunDirError(
+                f"another ttscale run is writing {str(self.path)!r}; wait for it or use another --out"
+            ) from None
         try:
             self._repair_results()
-            self._results = open(self.path / RESULTS, "a", encoding="utf-8")
+            self._results = open(self.path / RESULTS, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
             yield self
         finally:
             if self._results:

@@ -35,6 +35,7 @@ def summarize(records: Sequence[dict[str, Any]], *, budget: Budget, wall_seconds
         "mean_generated_tokens": sum(generated) / n if n else 0.0,
         "max_generated_tokens": max(generated, default=0),
         "total_generated_tokens": sum(generated),
+        **_compute_means(ledgers),
         "mean_samples": sum(int(lg.get("samples", 0)) for lg in ledgers) / n if n else 0.0,
         "prompt_tokens": prompt,
         "cached_prompt_tokens": cached,
@@ -48,6 +49,16 @@ def summarize(records: Sequence[dict[str, Any]], *, budget: Budget, wall_seconds
     }
 
 
+def _compute_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Mean FLOPs, memory bytes and eFLOPs per problem, when the cost model priced the run."""
+    out = {}
+    for key in ("flops", "memory_bytes", "eflops"):
+        values = [float(lg[key]) for lg in ledgers if key in lg]
+        if values and len(values) == len(ledgers):
+            out[f"mean_{key}"] = sum(values) / len(values)
+    return out
+
+
 def format_table(summary: dict[str, Any]) -> str:
     """The results table the CLI prints."""
     lo, hi = summary["accuracy_ci95"]
@@ -57,8 +68,16 @@ def format_table(summary: dict[str, Any]) -> str:
         ("budget", summary.get("budget", "")),
         ("problems", f"{summary['problems']} ({summary['errors']} errors)"),
         ("accuracy", f"{summary['accuracy']:.3f}  (95% CI {lo:.3f}-{hi:.3f})"),
-        ("generated tokens", f"mean {summary['mean_generated_tokens']:.0f}, max {summary['max_generated_tokens']}"),
+        (
+            "generated tokens",
+            f"mean {summary['mean_generated_tokens']:.0f}, max {summary['max_generated_tokens']}",
+        ),
         ("samples / problem", f"{summary['mean_samples']:.1f}"),
+        *(
+            [("compute / problem", f"{summary['mean_flops']:.3g} FLOPs, {summary['mean_eflops']:.3g} eFLOPs")]
+            if "mean_eflops" in summary
+            else []
+        ),
         ("prompt tokens cached", f"{summary['cached_prompt_share']:.1%}"),
         ("over budget", str(summary["over_budget"])),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),

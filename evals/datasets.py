@@ -1,0 +1,286 @@
+"""The public math benchmarks as tasks: `gsm8k`, `math500`, `aime24`, `aime25`, and `jsonl:PATH`.
+
+Where the problems come from, first match wins:
+
+1. the task's argument, `math500:PATH` (a data directory, or the `.jsonl` file itself);
+2. `data_dir=` (the CLI's `--data-dir`), then the `TTSCALE_DATA_DIR` environment variable:
+   the file is `<dir>/<name>/test.jsonl` (e.g. `<dir>/math500/test.jsonl`);
+3. the Hugging Face hub through `datasets.load_dataset` (imported only then).
+
+A local file that is missing, empty or malformed raises `ValueError` with one line naming the
+file, the line and what was expected. Each task owns its prompt (chat messages) and its grader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ttscale.evals.base import Message
+from ttscale.evals.extract import extract_answer
+from ttscale.evals.loading import DatasetSpec, read_jsonl, to_problems
+
+from ttscale.types import Problem
+
+DATA_DIR_ENV = "TTSCALE_DATA_DIR"
+
+GSM8K_INSTRUCTION = (
+    "Solve the problem step by step. End with the final answer as a number on its own line, in the form '#### N'."
+)
+
+
+SPECS: dict[str, DatasetSpec] = {
+    "gsm8k": DatasetSpec(
+        name="gsm8k",
+        hub_path="openai/gsm8k",
+        hub_config="main",
+        reference_format="gsm8k",
+        instruction=GSM8K_INSTRUCTION,
+        repair_escapes=True,
+    ),
+    "math500": DatasetSpec(
+        name="math500",
+        hub_path="HuggingFaceH4/MATH-500",
+        question_field="problem",
+        id_field="unique_id",
+        level_field="level",
+        meta_fields=("subject",),
+        repair_escapes=True,
+    ),
+    "aime24": DatasetSpec(
+        name="aime24",
+        hub_path="HuggingFaceH4/aime_2024",
+        hub_split="train",
+        question_field="problem",
+        id_field="id",
+        meta_fields=("url",),
+        grading="integer",
+        repair_escapes=True,
+    ),
+    "aime25": DatasetSpec(
+        name="aime25",
+        hub_path="math-ai/aime25",
+        question_field="problem",
+        id_field="id",
+        grading="integer",
+        repair_escapes=True,
+    ),
+}
+
+
+class DatasetTask:
+    """A benchmark loaded from a local JSON-lines file or the hub (see the module docstring)."""
+
+    def __init__(self, spec: DatasetSpec, *, path: Path | None = None, timeout: float = 5.0) -> None:
+        if path is None and spec.hub_path is None:
+            raise ValueError(f"{spec.name}: needs a local file")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        self.spec = spec
+        self.name = spec.name
+        self.path = path
+        self.timeout = timeout
+        self._problems: list[Problem] | None = None
+        self._sha256: str | None = None
+
+    def problems(self) -> list[Problem]:
+        if self._problems is None:
+            rows = self._local_rows() if self.path is not None else self._hub_rows()
+            self._problems = to_problems(self.spec, rows, where=str(self.path or self.spec.hub_path))
+        return list(self._problems)
+
+    def messages(self, problem: Problem) -> list[Message]:
+        return [{"role": "user", "content": f"{problem.question}\n\n{self.spec.instruction}"}]
+
+    def extract(self, text: str) -> str | None:
+        return extract_answer(text)
+
+    def grade(self, prediction: str | None, problem: Problem) -> bool:
+        if prediction is None:
+            return False
+        if self.spec.grading == "integer":
+            pred, ref = _as_integer(prediction), _as_integer(problem.reference)
+            if pred is not None and ref is not None:
+                return pred == ref
+        from ttscale.verifiers.grading import math_equal
+
+        return math_equal(prediction, problem.reference, timeout=self.timeout)
+
+    def config(self) -> dict[str, Any]:
+        spec = self.spec
+        source: dict[str, Any] = (
+            {"path": str(self.path), "sha256": self._file_sha256()}
+            if self.path is not None
+            else {"hub": spec.hub_path, "hub_config": spec.hub_config, "split": spec.hub_split}
+        )
+        fields = {"question_field": spec.question_field, "answer_field": spec.answer_field}
+        return {"name": self.name, **source, **fields, "problems": len(self.problems())}
+
+    def _file_sha256(self) -> str:
+        if self._sha256 is None:
+            assert self.path is not None
+            self._sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        return self._sha256
+
+    def _local_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        assert self.path is not None
+        return read_jsonl(self.path)
+
+    def _hub_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        spec = self.spec
+        where = f"{spec.hub_path} ({spec.hub_split} split)"
+        hint = f"or point --data-dir at a local copy (<dir>/{spec.name}/test.jsonl)"
+        try:
+            import datasets
+        except ImportError as exc:
+            raise ValueError(f"{spec.name}: loading from the hub needs `pip install datasets`, {hint}") from exc
+        try:
+            table = datasets.load_dataset(spec.hub_path, spec.hub_config, split=spec.hub_split)
+        except Exception as exc:  # offline, renamed, gated: say what to do instead
+            message = " ".join(str(exc).split())[:200]
+            raise ValueError(f"{spec.name}: could not load {where} ({type(exc).__name__}: {message}); {hint}") from exc
+        return ((f"{where} row {i}", dict(row)) for i, row in enumerate(table))
+
+
+# -- factories (registered in ttscale.TASKS) -----------------------------------------------------
+
+
+def gsm8k(
+    source: str | None = None,
+    /,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+) -> DatasetTask:
+    """GSM8K test split (1,319 problems); references are the number after `#### `."""
+    return _named("gsm8k", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
+
+
+def math500(
+    source: str | None = None,
+    /,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+) -> DatasetTask:
+    """MATH-500 (the "Let's Verify Step by Step" test subset); levels 1-5, LaTeX references."""
+    return _named("math500", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
+
+
+def aime24(
+    source: str | None = None,
+    /,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+) -> DatasetTask:
+    """AIME 2024 I and II (30 problems); integer answers 0-999."""
+    return _named("aime24", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
+
+
+def aime25(
+    source: str | None = None,
+    /,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+) -> DatasetTask:
+    """AIME 2025 I and II (30 problems); integer answers 0-999."""
+    return _named("aime25", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
+
+
+def jsonl_task(
+    path: str | None = None,
+    /,
+    *,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> DatasetTask:
+    """Any JSON-lines file of problems: `jsonl:PATH`, graded by `math_equal`, asked with `\\boxed{}`.
+
+    Fields default to the first present of `question`/`problem`/`prompt` and
+    `answer`/`final_answer`/`reference`/`target`; ids to `id`/`unique_id`, else the row number.
+    A GSM8K-style answer (a solution ending in `#### N`) is reduced to N. `data_dir` is ignored
+    (the path says where the file is); it is accepted so every task takes the same options.
+    """
+    del data_dir
+    if not path:
+        raise ValueError("the jsonl task needs a file: --task jsonl:PATH")
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ValueError(f"jsonl: no such file: {file}")
+    first = next(read_jsonl(file))[1]
+    spec = DatasetSpec(
+        name="jsonl",
+        hub_path=None,
+        question_field=question_field or _first_present(first, ("question", "problem", "prompt"), file, "question"),
+        answer_field=answer_field
+        or _first_present(first, ("answer", "final_answer", "reference", "target"), file, "answer"),
+        id_field=next((f for f in ("id", "unique_id") if f in first), None),
+        level_field="level" if isinstance(first.get("level"), int) else None,
+        reference_format="auto",
+    )
+    return DatasetTask(spec, path=file)
+
+
+def _named(
+    name: str,
+    source: str | None,
+    *,
+    data_dir: str | os.PathLike[str] | None,
+    question_field: str | None,
+    answer_field: str | None,
+) -> DatasetTask:
+    spec = SPECS[name]
+    if question_field:
+        spec = replace(spec, question_field=question_field)
+    if answer_field:
+        spec = replace(spec, answer_field=answer_field)
+    return DatasetTask(spec, path=_local_file(name, source, data_dir))
+
+
+def _local_file(name: str, source: str | None, data_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The local file for task `name`, or None to use the hub; a named location must exist."""
+    for origin, location in (
+        ("argument", source),
+        ("data_dir", data_dir),
+        (DATA_DIR_ENV, os.environ.get(DATA_DIR_ENV)),
+    ):
+        if not location:
+            continue
+        base = Path(location).expanduser()
+        if base.is_file():
+            return base
+        for candidate in (base / name / "test.jsonl", base / "test.jsonl"):
+            if candidate.is_file():
+                return candidate
+        raise ValueError(f"{name}: no {base / name / 'test.jsonl'} (from {origin}; expected <dir>/{name}/test.jsonl)")
+    return None
+
+
+def _first_present(row: dict[str, Any], names: tuple[str, ...], path: Path, kind: str) -> str:
+    for name in names:
+        if name in row:
+            return name
+    raise ValueError(
+        f"{path}:1: no {kind} field (looked for {', '.join(names)}; fields: {', '.join(sorted(row))}); "
+        f"name it with --{kind}-field"
+    )
+
+
+_INTEGER = re.compile(r"^\s*\$?\s*([-−+]?\d+)\s*\$?\s*\.?\s*$")
+
+
+def _as_integer(text: str) -> int | None:
+    match = _INTEGER.match(text)
+    return int(match.group(1).replace("−", "-")) if match else None

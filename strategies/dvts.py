@@ -1,0 +1,69 @@
+"""Diverse verifier tree search (DVTS).
+
+Beeching, Tunstall, Rush, "Scaling test-time compute with open models", Hugging Face blog
+(Dec 2024), the `search-and-learn` DVTS; an extension of Snell et al., arXiv:2408.03314.
+
+Symbols: N the total candidates per step (`n`); M the width of each subtree (`width`);
+N/M independent subtrees. Each subtree is searched greedily: from its current prefix, sample
+M next steps, keep the single one with the highest verifier value r, repeat until the solution
+ends, a path limit cuts it, or the budget ends. Splitting N into independent greedy subtrees
+keeps the N/M final solutions diverse where one beam of N/M would collapse onto one prefix.
+All subtrees' requests of a step go out together. The answer is selected over the N/M final
+solutions (`select`). With `n` unset, N = B / max_tokens rounded down to a multiple of M.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttscale.context import Context
+from ttscale.params import check_positive, strategy
+from ttscale.search import Node, Search, SearchParams
+from ttscale.types import Answer, Problem
+
+
+@dataclass(frozen=True, kw_only=True)
+class DVTSParams(SearchParams):
+    """Diverse verifier tree search."""
+
+    n: int | None = None
+    """N: candidates per step over all subtrees; None = B / max_tokens, rounded down to a multiple of `width`."""
+    width: int = 4
+    """M: candidates per subtree and step; N/M subtrees."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("n", self.n, allow_none=True)
+        check_positive("width", self.width)
+        if self.n is not None and self.n % self.width:
+            raise ValueError(f"n must be a multiple of width ({self.width}), got {self.n}")
+
+
+@strategy(DVTSParams)
+async def dvts(problem: Problem, ctx: Context, p: DVTSParams) -> Answer:
+    search = Search(ctx, p)
+    n = p.n if p.n is not None else search.width_from_budget(multiple_of=p.width)
+    width = min(p.width, n)
+    if n < 1:
+        return await search.answer([], info={"n": 0, "width": p.width, "subtrees": 0})
+    subtrees = n // width
+    # Every subtree starts at the root: its first M candidates are its share of one request of N.
+    (first,) = await search.expand([search.root], n)
+    groups = [first[i * width : (i + 1) * width] for i in range(subtrees)]
+    heads: list[Node | None] = [None] * subtrees  # each subtree's current prefix
+    while True:
+        await search.score([c for group in groups for c in group])
+        for i, group in enumerate(groups):
+            if group:
+                heads[i] = search.top(group, 1)[0]  # greedy: the best of its M
+        open_ = [(i, head) for i, head in enumerate(heads) if head is not None and not head.terminal]
+        if not open_ or not search.can_expand:
+            break
+        expanded = await search.expand([head for _, head in open_], width)
+        if not any(expanded):
+            break
+        groups = [[] for _ in range(subtrees)]
+        for (i, _), children in zip(open_, expanded, strict=True):
+            groups[i] = children
+    finals = [head for head in heads if head is not None]
+    return await search.answer(finals, info={"n": n, "width": width, "subtrees": subtrees})

@@ -1,0 +1,67 @@
+"""REBASE: reward-balanced search.
+
+Wu, Sun, Li, Welleck, Yang, "Inference Scaling Laws: An Empirical Analysis of Compute-Optimal
+Inference for Problem-Solving with Language Models", arXiv:2408.00724 (2024), §3.2.
+
+Symbols: N the search width (`n`); R_j the verifier value of frontier node j; T_b the balance
+temperature (`temperature_b`); W_j the children allocated to node j.
+1. sample N first steps and score them;
+2. the solutions that ended leave the frontier; N_left = N − (number ended so far);
+3. W_j = round(N_left · exp(R_j / T_b) / Σ_k exp(R_k / T_b)) over the open frontier
+   (largest-remainder rounding, so Σ W_j = N_left exactly); expand each j W_j times; go to 2.
+Stops when N solutions have ended, the frontier is empty, `max_steps` is reached, or the budget
+ends. Unlike beam search no node is cut by a hard top-k: a low-valued node still gets children
+when the temperature spreads the mass. The answer is selected over the ended solutions
+(`select`, weighted majority by default as in the paper). With `n` unset, N = B / max_tokens.
+This allocation is also the first stage of ETS (ttscale.search.allocate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttscale.context import Context
+from ttscale.params import check_positive, check_range, strategy
+from ttscale.search import Node, Search, SearchParams, allocate
+from ttscale.types import Answer, Problem
+
+
+@dataclass(frozen=True, kw_only=True)
+class RebaseParams(SearchParams):
+    """Reward-balanced tree search."""
+
+    n: int | None = None
+    """N: the search width (solutions to finish); None = B / max_tokens."""
+    temperature_b: float = 0.2
+    """T_b: softmax temperature of the allocation over verifier values in [0, 1]; lower = greedier."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("n", self.n, allow_none=True)
+        check_range("temperature_b", self.temperature_b, 0, 100, low_open=True)
+
+
+@strategy(RebaseParams)
+async def rebase(problem: Problem, ctx: Context, p: RebaseParams) -> Answer:
+    search = Search(ctx, p)
+    n = p.n if p.n is not None else search.width_from_budget()
+    if n < 1:
+        return await search.answer([], info={"n": 0})
+    (frontier,) = await search.expand([search.root], n)
+    ended: list[Node] = []
+    while frontier:
+        values = await search.score(frontier)
+        ended += [node for node in frontier if node.terminal]
+        open_ = [(node, value) for node, value in zip(frontier, values, strict=True) if not node.terminal]
+        left = n - len(ended)
+        if left <= 0 or not open_ or not search.can_expand:
+            frontier = [node for node, _ in open_]
+            break
+        counts = allocate([value for _, value in open_], left, temperature=p.temperature_b)
+        groups = await search.expand([node for node, _ in open_], counts)
+        children = [child for group in groups for child in group]
+        if not children:  # the budget ended inside the step: the open nodes are all we have
+            frontier = [node for node, _ in open_]
+            break
+        frontier = children
+    return await search.answer(ended + frontier, info={"n": n, "temperature_b": p.temperature_b})

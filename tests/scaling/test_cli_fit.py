@@ -1,0 +1,212 @@
+"""`ttscale fit` from CSV points and from run directories; errors are one line with exit code 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ttscale import cli
+from ttscale.scaling import fit_coverage, fit_power
+
+KS = [1, 2, 4, 8, 16, 32, 64]
+
+
+@pytest.fixture(autouse=True)
+def _only_cost_and_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        cli, "SUBCOMMANDS", {k: v for k, v in cli.SUBCOMMANDS.items() if k in ("cost", "fit")}
+    )
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _csv(path: Path, header: list[str], rows: Sequence[Sequence[object]]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def test_coverage_points_json_matches_the_library(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    rows = [
+        [p, k, float(np.clip(np.exp(-1.2 * k**-0.5) + 0.05 * rng.normal(), 0, 1))]
+        for p in range(30)
+        for k in KS
+    ]
+    points = _csv(tmp_path / "cov.csv", ["problem", "k", "coverage"], rows)
+    code, out, _ = _run(
+        capsys, "fit", "--law", "coverage", "--points", str(points), "--json", "--n-boot", "200"
+    )
+    assert code == 0
+    report = json.loads(out)
+    p, k, c = (np.array(col) for col in zip(*rows, strict=True))
+    library = fit_coverage(k=k, coverage=c, problem=p, n_boot=200)
+    assert report["params"]["a"]["estimate"] == pytest.approx(library.params["a"])
+    assert report["params"]["b"]["ci"] == pytest.approx(list(library.ci["b"]))
+    assert report["resampled"] == "problems" and report["n_units"] == 30
+
+
+def test_saturation_power_and_text_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    budgets = np.geomspace(100, 1e5, 8)
+    rows = [[b, 0.8 - 3 * b**-0.4] for b in budgets]
+    points = _csv(tmp_path / "sat.csv", ["Budget", "Accuracy"], rows)
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", "--form", "power", "--points", str(points))
+    assert code == 0
+    assert "A − B·C^(−alpha)" in out and "C_star" in out and "R² 1.00000" in out
+    assert fit_power(budget=budgets, accuracy=[r[1] for r in rows], n_boot=0).params[
+        "alpha"
+    ] == pytest.approx(0.4)
+
+
+def test_kinetics_points_print_the_owner_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cost = np.geomspace(10, 1e5, 10)
+    rows = [[f"{1 + i // 4}B", c, 0.9 - 2 * c**-0.3] for i, c in enumerate(cost)]
+    points = _csv(tmp_path / "k.csv", ["model", "total_cost", "coverage"], rows)
+    code, out, _ = _run(capsys, "fit", "--law", "kinetics", "--points", str(points), "--json")
+    assert code == 0
+    owners = json.loads(out)["details"]["owners"]
+    assert [o["model"] for o in owners] == ["1B", "2B", "3B"] and owners[-1]["high"] is None
+
+
+def test_genrm_points_need_lambda(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rows = [
+        [s, v, 1 - 1 / (s * (1 + v)) ** 0.3 - 0.02 * (np.log(s) - 0.6 * np.log(s * (1 + v))) ** 2]
+        for s in (1, 2, 4, 8, 16, 32)
+        for v in (1, 2, 4, 8, 16)
+    ]
+    points = _csv(tmp_path / "g.csv", ["S", "V", "accuracy"], rows)
+    code, _, err = _run(capsys, "fit", "--law", "genrm", "--points", str(points))
+    assert code == 2 and "--law genrm needs --lambda" in err
+    code, out, _ = _run(capsys, "fit", "--law", "genrm", "--points", str(points), "--lambda", "1", "--json")
+    assert code == 0 and json.loads(out)["params"]["a"]["estimate"] > 0
+
+
+def _run_dir(folder: Path, records: list[dict]) -> Path:
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "config.json").write_text(json.dumps({"engine": {"model": "Qwen/Qwen3-8B"}}))
+    return folder
+
+
+def test_run_directories_feed_the_laws(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    records, sat = [], []
+    for pid in range(40):
+        hard = pid % 3 == 0
+        samples = [
+            {"text": "", "answer": "7" if rng.random() < (0.05 if hard else 0.4) else "3", "num_tokens": 10}
+            for _ in range(32)
+        ]
+        records.append(
+            {
+                "id": str(pid),
+                "strategy": "best_of_n",
+                "reference": "7",
+                "correct": True,
+                "ledger": {"budget": 320, "unit": "tokens", "spent": 320, "samples": 32},
+                "samples": samples,
+            }
+        )
+        for budget in (1, 2, 4, 8, 16):
+            sat.append(
+                {
+                    "id": str(pid),
+                    "strategy": "sc",
+                    "reference": "7",
+                    "samples": [],
+                    "correct": bool(rng.random() < 0.8 * (1 - 0.85**budget)),
+                    "ledger": {"budget": budget, "unit": "tokens", "spent": budget, "samples": budget},
+                }
+            )
+    runs = _run_dir(tmp_path / "bon", records)
+    code, out, _ = _run(capsys, "fit", "--law", "coverage", str(runs), "--json", "--n-boot", "100")
+    assert code == 0 and json.loads(out)["n_units"] == 40
+    sat_runs = _run_dir(tmp_path / "sat", [*sat, {"id": "x", "error": "boom", "ledger": {}}])
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", str(sat_runs), "--json", "--n-boot", "100")
+    report = json.loads(out)
+    assert code == 0 and report["n_units"] == 40 and 0.5 < report["params"]["F_max"]["estimate"] < 1.1
+    code, _, err = _run(capsys, "fit", "--law", "kinetics", str(runs))
+    assert code == 2 and "kinetics needs eFLOPs per record" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--law", "coverage"], "give either run directories or --points"),
+        (["--law", "coverage", "--points", "/no/such.csv"], "cannot read '/no/such.csv'"),
+        (["--law", "coverage", "nowhere"], "'nowhere' is not a run directory"),
+        (["--law", "cubic", "--points", "x.csv"], "invalid choice: 'cubic'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = _run(capsys, "fit", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+def test_missing_columns_are_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    points = _csv(tmp_path / "bad.csv", ["budget", "score"], [[1, 0.5]])
+    code, _, err = _run(capsys, "fit", "--law", "saturation", "--points", str(points))
+    assert code == 2 and "needs columns budget, accuracy" in err and "found budget, score" in err
+    points = _csv(tmp_path / "text.csv", ["k", "coverage"], [[1, "high"]])
+    code, _, err = _run(capsys, "fit", "--law", "coverage", "--points", str(points))
+    assert code == 2 and "column 'coverage' must be numbers, found 'high'" in err
+
+
+def test_plot_without_matplotlib_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        points = _csv(
+            tmp_path / "s.csv", ["budget", "accuracy"], [[n, 0.8 * (1 - 0.9**n)] for n in (1, 2, 4, 8, 16)]
+        )
+        code, _, err = _run(
+            capsys, "fit", "--law", "saturation", "--points", str(points), "--plot", str(tmp_path / "p.png")
+        )
+        assert code == 2 and "--plot needs matplotlib" in err
+    else:
+        points = _csv(
+            tmp_path / "s.csv", ["budget", "accuracy"], [[n, 0.8 * (1 - 0.9**n)] for n in (1, 2, 4, 8, 16)]
+        )
+        code, _, _ = _run(
+            capsys, "fit", "--law", "saturation", "--points", str(points), "--plot", str(tmp_path / "p.png")
+        )
+        assert code == 0 and (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_kinetics_from_run_directories_labels_runs_by_their_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(2)
+    for name, scale, skill in (("small", 1.0, 0.3), ("large", 4.0, 0.8)):
+        records = []
+        for q in range(25):
+            for n in (1, 2, 4, 8, 16):
+                spent = n * scale * 1e15 * (0.9 + 0.1 * rng.random())
+                ledger = {"budget": n * scale * 1e15, "unit": "eflop", "spent": spent}
+                correct = bool(rng.random() < skill * (1 - 0.5**n))
+                records.append(
+                    {"id": str(q), "strategy": "bon", "samples": [], "correct": correct, "ledger": ledger}
+                )
+        folder = _run_dir(tmp_path / name, records)
+        (folder / "config.json").write_text(json.dumps({"engine": {"model": f"org/{name}-model"}}))
+    code, out, _ = _run(capsys, "fit", "--law", "kinetics", str(tmp_path / "small"), str(tmp_path / "large"),
+                        "--json", "--n-boot", "50")  # fmt: skip
+    assert code == 0
+    report = json.loads(out)
+    assert report["details"]["models"] == ["org/small-model", "org/large-model"]
+    assert report["details"]["owners"][0]["model"] == "org/small-model"
+    assert report["n_units"] == 25

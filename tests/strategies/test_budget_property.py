@@ -1,0 +1,59 @@
+"""Budget truthfulness of EVERY registered strategy, on the SIMULATED policy (tests/search/simulator.py).
+
+For random budgets and path lengths: the ledger never passes the budget, and it reports exactly
+the tokens the policy produced (search-and-learn's beam search reports 0 and its DVTS −1; a
+strategy here can report neither, because the only door to the engine is the metered one).
+The simulator makes each example take milliseconds; the same properties on vLLM are checked,
+for fewer cases, in test_engine_search.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from simulator import SimulatedArithmeticPolicy, make_context
+
+from ttscale import STRATEGIES
+from ttscale.params import params_class, parse_params
+
+NAMES = STRATEGIES.names()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(NAMES),
+    budget=st.integers(1, 4000),
+    max_tokens=st.integers(1, 300),
+    step_tokens=st.integers(1, 64),
+    seed=st.integers(0, 10_000),
+    index=st.integers(0, 59),
+)
+def test_no_strategy_ever_exceeds_its_budget_or_misreports_tokens(
+    name: str, budget: int, max_tokens: int, step_tokens: int, seed: int, index: int
+) -> None:
+    fn = STRATEGIES.get(name)
+    cls = params_class(fn)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    raw = {"max_tokens": str(max_tokens)} if "max_tokens" in fields else {}
+    if "step_tokens" in fields:
+        raw["step_tokens"] = str(step_tokens)
+    sim = SimulatedArithmeticPolicy(seed=seed)
+    ctx = make_context(sim, budget, problem_index=index)
+    answer = asyncio.run(fn(ctx.problem, ctx, parse_params(cls, raw)))
+    ledger = ctx.budget.to_dict()
+    assert ledger["spent"] <= budget
+    assert ledger["generated_tokens"] == sim.generated_tokens
+    assert ctx.budget.reserved == 0  # nothing left in flight
+    assert all(0 < s.num_tokens <= max(max_tokens, 1) for s in answer.samples if "max_tokens" in fields)
+    if "tree" in ledger:
+        tree = ledger["tree"]
+        assert tree["peak_unique_kv_tokens"] >= max(tree["unique_kv_tokens_per_step"], default=0)
+        assert tree["nodes"] == sum(tree["nodes_per_depth"])
+        assert tree["expansion_requests"] == ledger["calls"] - ledger["verifier"]["calls"]
+
+
+def test_every_registered_strategy_is_covered() -> None:
+    assert {"best_of_n", "self_consistency", "beam", "dvts", "rebase", "astar", "particle_filter"} <= set(NAMES)

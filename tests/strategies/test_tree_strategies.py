@@ -1,0 +1,152 @@
+"""Tree strategies on the SIMULATED policy (tests/search/simulator.py): shapes, stopping rules, verifier use.
+
+Pure logic, milliseconds per run. What vLLM does with them is tested in test_engine_search.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from simulator import SimulatedArithmeticPolicy, make_context
+
+from ttscale import STRATEGIES
+from ttscale.params import params_class, parse_params
+
+TREE_STRATEGIES = ["beam", "dvts", "rebase", "astar", "particle_filter"]
+ORACLE = "noisy_oracle:noise=0"
+
+
+def run_sim(
+    name: str,
+    budget: str | int = "4k",
+    *,
+    index: int = 0,
+    seed: int = 0,
+    policy: dict[str, Any] | None = None,
+    **params: Any,
+) -> tuple[Any, dict[str, Any], SimulatedArithmeticPolicy]:
+    fn = STRATEGIES.get(name)
+    sim = SimulatedArithmeticPolicy(seed=seed, **(policy or {}))
+    ctx = make_context(sim, budget, problem_index=index)
+    answer = asyncio.run(fn(ctx.problem, ctx, parse_params(params_class(fn), {k: str(v) for k, v in params.items()})))
+    answer_ok = ctx.task.grade(answer.prediction, ctx.problem)
+    return answer, {**ctx.budget.to_dict(), "correct": answer_ok, "reference": ctx.problem.reference}, sim
+
+
+def accuracy(name: str, problems: int = 20, **params: Any) -> float:
+    return sum(run_sim(name, index=i, seed=i, **params)[1]["correct"] for i in range(problems)) / problems
+
+
+def test_beam_keeps_n_over_m_prefixes_and_expands_each_m_times() -> None:
+    answer, ledger, sim = run_sim("beam", n=8, width=4, policy={"p_intro": 1.0, "p_recheck": 0.5})
+    first, *rest = sim.requests
+    assert first["n"] == 8 and len(first["prompt"]) < len(rest[0]["prompt"])
+    assert rest and all(r["n"] == 4 for r in rest)
+    per_depth = ledger["tree"]["nodes_per_depth"]
+    assert per_depth[0] == 8 and per_depth[1] == 8  # depth 1 never ends here: 2 kept × 4
+    assert all(count % 4 == 0 and count <= 8 for count in per_depth[1:])
+    assert answer.info["n"] == 8 and answer.info["width"] == 4
+    assert ledger["tree"]["verifier_calls"] == ledger["tree"]["steps"]
+
+
+def test_beam_width_from_budget_is_best_of_n_rounded_to_m() -> None:
+    answer, _, _ = run_sim("beam", "4k", max_tokens=256, width=4)
+    assert answer.info["n"] == 12  # 4000 // 256 = 15 → 12
+
+
+@pytest.mark.parametrize("name", TREE_STRATEGIES)
+def test_an_informative_verifier_lifts_accuracy_far_above_a_blind_one(name: str) -> None:
+    # The policy states the right value 40% of the time; the oracle sees which; σ = 10 sees nothing.
+    policy = {"p_correct": 0.4}
+    informed = sum(run_sim(name, index=i, seed=i, policy=policy, verifier=ORACLE)[1]["correct"] for i in range(16)) / 16
+    blind = sum(
+        run_sim(name, index=i, seed=i, policy=policy, verifier="noisy_oracle:noise=10")[1]["correct"] for i in range(16)
+    ) / 16
+    assert informed >= 0.85
+    assert informed >= blind + 0.25
+
+
+def test_arithmetic_verifier_steers_beam_search() -> None:
+    assert accuracy("beam", verifier="arithmetic", n=8, width=4) >= 0.9
+
+
+def test_dvts_runs_independent_greedy_subtrees() -> None:
+    answer, ledger, sim = run_sim("dvts", n=8, width=4, policy={"p_intro": 1.0, "p_recheck": 0.5})
+    assert answer.info["subtrees"] == 2 and len(answer.samples) <= 2
+    assert sim.requests[0]["n"] == 8 and all(r["n"] == 4 for r in sim.requests[1:])
+    per_depth = ledger["tree"]["nodes_per_depth"]
+    assert per_depth[0] == 8 and all(count <= 8 for count in per_depth)
+    assert ledger["tree"]["verifier_calls"] == ledger["tree"]["steps"]
+
+
+def test_rebase_allocates_the_remaining_width_by_softmax() -> None:
+    answer, ledger, sim = run_sim("rebase", n=8, policy={"p_intro": 1.0}, verifier=ORACLE, temperature_b=0.01)
+    assert sim.requests[0]["n"] == 8
+    per_depth = ledger["tree"]["nodes_per_depth"]
+    assert per_depth[1] == 8  # no first step ends: all 8 children are re-allocated
+    assert sum(r["n"] for r in sim.requests[1:]) == sum(per_depth[1:])
+    assert answer.info["n"] == 8 and len(answer.samples) <= 8
+    # With T_b → 0, every child of a round goes to the best-valued nodes: the search converges on the right value.
+    assert accuracy("rebase", n=8, verifier=ORACLE, temperature_b=0.01) >= 0.9
+
+
+def test_rebase_at_low_temperature_gives_every_child_to_the_best_nodes() -> None:
+    # p_intro = 0: every first step states a value; the oracle scores right ones 1 and wrong ones 0.
+    answer, ledger, sim = run_sim(
+        "rebase", n=8, policy={"p_intro": 0.0, "p_recheck": 1.0}, verifier=ORACLE, temperature_b=0.01
+    )
+    second_round = [r for r in sim.requests[1:] if sim.detokenize(r["prompt"]).count("\n\n") == 1]
+    assert second_round
+    assert all(sim.detokenize(r["prompt"]).endswith(f"= {ledger['reference']}\n\n") for r in second_round)
+    assert answer.prediction == ledger["reference"]
+
+
+def test_astar_stops_at_the_first_goal_popped_and_is_token_frugal() -> None:
+    answer, ledger, _ = run_sim("astar", verifier=ORACLE, k=4)
+    assert answer.info["goal_popped"] and len(answer.samples) == 1
+    assert answer.samples[0].finish_reason == "stop" and ledger["correct"]
+    frugal = sum(run_sim("astar", index=i, seed=i, verifier=ORACLE)[1]["generated_tokens"] for i in range(10))
+    wide = sum(run_sim("beam", index=i, seed=i, verifier=ORACLE, n=8)[1]["generated_tokens"] for i in range(10))
+    assert frugal < wide
+
+
+def test_astar_without_budget_for_a_goal_still_answers() -> None:
+    answer, ledger, _ = run_sim("astar", 40, policy={"p_intro": 1.0}, k=2)
+    assert not answer.info["goal_popped"] and ledger["spent"] <= 40
+
+
+def test_particle_filter_keeps_n_particles_and_merges_resampled_copies() -> None:
+    answer, ledger, sim = run_sim("particle_filter", n=8, verifier=ORACLE, policy={"p_intro": 1.0})
+    assert len(answer.samples) == 8  # the final particle set (ended particles, copies included)
+    assert answer.info["resamplings"] >= 1
+    assert any(r["n"] > 1 for r in sim.requests[1:])  # a particle drawn k times: one request, n = k
+    assert all(s.finish_reason == "stop" for s in answer.samples)
+    assert ledger["correct"]
+
+
+@pytest.mark.parametrize("name", TREE_STRATEGIES)
+def test_same_seed_same_search(name: str) -> None:
+    a, la, _ = run_sim(name, seed=3, index=2)
+    b, lb, _ = run_sim(name, seed=3, index=2)
+    assert a == b
+    assert la["tree"] == lb["tree"] and la["generated_tokens"] == lb["generated_tokens"]
+
+
+@pytest.mark.parametrize("name", TREE_STRATEGIES)
+def test_tiny_budgets_end_cleanly(name: str) -> None:
+    for budget in (1, 7, 60):
+        answer, ledger, sim = run_sim(name, budget, max_tokens=64)
+        assert ledger["spent"] <= budget and ledger["generated_tokens"] == sim.generated_tokens
+        assert all(s.num_tokens <= 64 for s in answer.samples)
+
+
+@pytest.mark.parametrize("name", TREE_STRATEGIES)
+def test_params_are_validated(name: str) -> None:
+    cls = params_class(STRATEGIES.get(name))
+    with pytest.raises(ValueError, match="max_tokens must be ≥ 1"):
+        parse_params(cls, {"max_tokens": "0"})
+    if name in ("beam", "dvts"):
+        with pytest.raises(ValueError, match=r"n must be a multiple of width \(4\), got 6"):
+            parse_params(cls, {"n": "6"})

@@ -1,0 +1,209 @@
+"""`ttscale fit`: fit a test-time scaling law with bootstrap confidence intervals.
+
+ttscale fit --law coverage --points coverage.csv --json
+ttscale fit --law saturation --form power runs/sc-*/ --plot saturation.png
+ttscale fit --law kinetics --points frontier.csv
+ttscale fit --law genrm --points grid.csv --lambda 1.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from ttscale.cli import UsageError
+
+LAWS = ("coverage", "saturation", "kinetics", "genrm")
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "fit",
+        help="fit a scaling law (coverage, saturation, kinetics, genrm) with bootstrap CIs",
+        description=(
+            "Fit a test-time scaling law to run directories or to a CSV of points. CSV columns: "
+            "coverage: k,coverage; saturation: budget,accuracy; kinetics: model,cost,accuracy; "
+            "genrm: S,V,accuracy (with --lambda). An "
+            "optional problem (kinetics: query) column makes the bootstrap resample problems instead of rows."
+        ),
+    )
+    parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run directories holding results.jsonl")
+    parser.add_argument("--law", required=True, choices=LAWS)
+    parser.add_argument(
+        "--points", metavar="FILE.csv", help="a CSV of the law's variables instead of run directories"
+    )
+    parser.add_argument("--json", action="store_true", help="print parameters with CIs as one JSON object")
+    parser.add_argument(
+        "--plot", metavar="OUT.png", help="draw the data and the fitted law (needs matplotlib)"
+    )
+    parser.add_argument(
+        "--n-boot", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)"
+    )
+    parser.add_argument(
+        "--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    parser.add_argument(
+        "--form",
+        choices=("ttspm", "power"),
+        default="ttspm",
+        help="saturation: TTSPM F_max·(1−(1−p)^N) (default) or A − B·C^(−alpha)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("parallel", "sequential"),
+        default="parallel",
+        help="saturation (ttspm): what N counts",
+    )
+    parser.add_argument(
+        "--epsilon", type=float, default=0.01, help="saturation: marginal gain threshold (default 0.01)"
+    )
+    parser.add_argument(
+        "--x",
+        choices=("budget", "spent", "samples"),
+        default="budget",
+        help="saturation from runs: the ledger field used as the budget",
+    )
+    parser.add_argument(
+        "--scope",
+        choices=("query", "dataset"),
+        help="kinetics: per-query (default with query ids) or dataset-level frontier",
+    )
+    parser.add_argument(
+        "--lambda",
+        dest="lam",
+        type=float,
+        metavar="L",
+        help="genrm: verification tokens per solution token (C = S·(1 + L·V))",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ttscale.scaling._resample import FitInputError
+
+    if bool(args.runs) == bool(args.points):
+        raise UsageError("give either run directories or --points FILE.csv (one of the two)")
+    if args.law == "genrm" and args.lam is None:
+        raise UsageError("--law genrm needs --lambda (verification tokens per solution token, e.g. 1.0)")
+    try:
+        fit = _fit(args)
+        text = json.dumps(fit.to_dict()) if args.json else _report(fit)
+        if args.plot:
+            _plot(fit, args.plot)
+    except (FitInputError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    print(text)
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> Any:
+    from ttscale.scaling import (
+        fit_coverage,
+        fit_coverage_from_samples,
+        fit_genrm,
+        fit_kinetics,
+        fit_saturation,
+    )
+    from ttscale.scaling.io import read_points, read_runs
+
+    data = read_points(args.points, law=args.law) if args.points else read_runs(args.runs, law=args.law, x=args.x)
+    common = {"n_boot": args.n_boot, "level": args.level, "seed": args.seed}
+    if args.law == "coverage":
+        if "n" in data:
+            return fit_coverage_from_samples(n=data["n"], correct=data["correct"], **common)
+        return fit_coverage(k=data["k"], coverage=data["coverage"], problem=data.get("problem"), **common)
+    if args.law == "saturation":
+        return fit_saturation(
+            form=args.form,
+            budget=data["budget"],
+            accuracy=data["accuracy"],
+            problem=data.get("problem"),
+            mode=args.mode,
+            epsilon=args.epsilon,
+            **common,
+        )
+    if args.law == "kinetics":
+        return fit_kinetics(
+            model=data["model"],
+            cost=data["cost"],
+            accuracy=data["accuracy"],
+            query=data.get("query"),
+            config=data.get("config"),
+            scope=args.scope,
+            **common,
+        )
+    return fit_genrm(
+        s=data["S"],
+        v=data["V"],
+        accuracy=data["accuracy"],
+        lam=args.lam,
+        problem=data.get("problem"),
+        **common,
+    )
+
+
+def _report(fit: Any) -> str:
+    pct = f"{100 * fit.level:g}%"
+    lines = [
+        f"law        {fit.law}: {fit.formula}",
+        f"data       {fit.n_points} points from {fit.n_obs} observations; bootstrap over {fit.n_units} "
+        f"{fit.resampled} ({fit.boot.shape[0]} resamples"
+        + (f", {fit.n_failed} not fittable" if fit.n_failed else "")
+        + ")",
+    ]
+    ci = fit.ci
+    for name, value in fit.params.items():
+        lines.append(f"{name:<10} {value:.6g}   {pct} CI [{_g(ci[name][0])}, {_g(ci[name][1])}]")
+    for name, (value, low, high) in fit.derived.items():
+        lines.append(f"{name:<10} {_g(value)}   {pct} CI [{_g(low)}, {_g(high)}]")
+    lines.append(f"fit        R² {fit.r2:.5f}, RMSE {fit.rmse:.4g}")
+    if fit.law == "kinetics":
+        lines.append(f"frontier   ({fit.details['scope']} level) cost range → model")
+        for r in fit.details["owners"]:
+            high = "∞" if r["high"] is None else f"{r['high']:.4g}"
+            lines.append(f"           [{r['low']:.4g}, {high})  {r['model']}")
+    if fit.law == "genrm":
+        lines.append("optimal    budget C → S, V (accuracy)")
+        for o in fit.details["optimal"][:30]:
+            lines.append(f"           {o['budget']:.4g} → S={o['S']:g}, V={o['V']:g} ({o['accuracy']:.4f})")
+    lines.extend(f"warning    {w}" for w in fit.warnings)
+    return "\n".join(lines)
+
+
+def _g(value: float) -> str:
+    return "nan" if not math.isfinite(value) else f"{value:.6g}"
+
+
+def _plot(fit: Any, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install matplotlib") from None
+    import numpy as np
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    if fit.observed is not None and fit.observed[0].size:
+        xs, ys = fit.observed
+        label = {"genrm": "S_opt", "kinetics": "frontier"}.get(fit.law, "observed")
+        axis.scatter(xs, ys, s=12, label=label)
+        grid = np.geomspace(xs.min(), xs.max(), 200) if xs.min() > 0 else np.linspace(xs.min(), xs.max(), 200)
+        mean, low, high = fit.predict(grid, interval=True)
+        axis.plot(grid, mean, label="fit")
+        axis.fill_between(grid, low, high, alpha=0.25, label=f"{100 * fit.level:g}% band")
+        if fit.law == "genrm":
+            points = fit.details["optimal"]
+            axis.scatter([p["budget"] for p in points], [p["V"] for p in points], s=12, label="V_opt")
+            axis.set_yscale("log")
+        if xs.min() > 0:
+            axis.set_xscale("log")
+    axis.set_title(fit.formula, fontsize=9)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

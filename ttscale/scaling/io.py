@@ -1,0 +1,208 @@
+"""Reading a law's variables from a CSV of points or from run directories (results.jsonl).
+
+CSV columns, by law (names are case-insensitive; the first of each alias list is the canonical one):
+    coverage    k, coverage                       [problem]
+    saturation  budget, accuracy                  [problem]
+    kinetics    model, cost, accuracy             [query] [config]
+    genrm       S, V, accuracy                    [problem]
+
+Run directories hold `results.jsonl`, one record per (problem, strategy, budget, seed) as the
+runner writes them (`ttscale.types.RunRecord`): `id`, `correct`, `ledger`, `samples`, `info`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ttscale.scaling._resample import FitInputError
+
+#: canonical column → accepted names (the Kinetics tables' own names included).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "k": ("k", "samples", "n"),
+    "coverage": ("coverage", "pass_at_k", "pass@k"),
+    "budget": ("budget", "n", "cost", "tokens"),
+    "accuracy": ("accuracy", "acc", "coverage", "correct"),
+    "model": ("model",),
+    "cost": ("cost", "total_cost", "eflops", "flops"),
+    "S": ("s", "solutions", "num_solutions"),
+    "V": ("v", "verifications", "num_verifications"),
+    "problem": ("problem", "problem_id", "id"),
+    "query": ("query", "query_id", "problem", "problem_id", "id"),
+    "config": ("config", "trial", "strategy"),
+}
+COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "coverage": (("k", "coverage"), ("problem",)),
+    "saturation": (("budget", "accuracy"), ("problem",)),
+    "kinetics": (("model", "cost", "accuracy"), ("query", "config")),
+    "genrm": (("S", "V", "accuracy"), ("problem",)),
+}
+_TEXT = {"model", "problem", "query", "config"}
+_RESULTS = "results.jsonl"
+_MANIFESTS = ("config.json", "run.json")
+
+
+def read_points(path: str | Path, *, law: str) -> dict[str, Any]:
+    """The law's columns from a CSV file, as arrays keyed by canonical name (optional ones if present)."""
+    required, optional = COLUMNS[law]
+    file = Path(path)
+    try:
+        with file.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = {name.strip().lower(): name for name in (reader.fieldnames or [])}
+            rows = list(reader)
+    except OSError as exc:
+        raise FitInputError(f"cannot read {str(file)!r}: {exc.strerror}") from None
+    chosen: dict[str, str] = {}
+    for column in (*required, *optional):
+        found = next(
+            (header[a] for a in _ALIASES[column] if a in header and header[a] not in chosen.values()), None
+        )
+        if found is not None:
+            chosen[column] = found
+        elif column in required:
+            raise FitInputError(
+                f"{file.name}: the {law} law needs columns {', '.join(required)} "
+                f"(optional: {', '.join(optional)}); found {', '.join(reader.fieldnames or []) or 'none'}"
+            )
+    if not rows:
+        raise FitInputError(f"{file.name} has no rows")
+    out: dict[str, Any] = {}
+    for column, name in chosen.items():
+        values = [row[name] for row in rows]
+        out[column] = np.array(values) if column in _TEXT else _floats(values, name, file.name)
+    return out
+
+
+def read_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[str, Any]:
+    """The law's variables from run directories (see the module doc); `x` picks the saturation budget:
+    `budget` (the ledger's limit), `spent`, or `samples`."""
+    records = [(label, rec) for label, recs in _load(paths) for rec in recs]
+    if law == "coverage":
+        per_problem: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for _, rec in records:
+            for sample in rec.get("samples") or []:
+                per_problem[str(rec["id"])][0] += 1
+                per_problem[str(rec["id"])][1] += int(_sample_correct(sample, rec))
+        if not per_problem:
+            raise FitInputError("the runs hold no samples to compute coverage from")
+        counts = np.array(list(per_problem.values()), dtype=float)
+        return {"n": counts[:, 0], "correct": counts[:, 1]}
+    if law == "saturation":
+        if x not in ("budget", "spent", "samples"):
+            raise FitInputError(f"--x must be budget, spent or samples, got {x!r}")
+        return {
+            "budget": np.array([float(rec["ledger"][x]) for _, rec in records]),
+            "accuracy": np.array([float(bool(rec["correct"])) for _, rec in records]),
+            "problem": np.array([str(rec["id"]) for _, rec in records]),
+        }
+    if law == "kinetics":
+        return {
+            "model": np.array([str(rec.get("info", {}).get("model") or label) for label, rec in records]),
+            "cost": np.array([_eflops(rec) for _, rec in records]),
+            "accuracy": np.array([float(bool(rec["correct"])) for _, rec in records]),
+            "query": np.array([str(rec["id"]) for _, rec in records]),
+            "config": np.array(
+                [f"{rec.get('strategy')}@{rec['ledger'].get('budget')}" for _, rec in records]
+            ),
+        }
+    if law == "genrm":
+        return {
+            "S": np.array([_info(rec, ("S", "num_solutions", "n_solutions")) for _, rec in records]),
+            "V": np.array([_info(rec, ("V", "num_verifications", "n_verifications")) for _, rec in records]),
+            "accuracy": np.array([float(bool(rec["correct"])) for _, rec in records]),
+            "problem": np.array([str(rec["id"]) for _, rec in records]),
+        }
+    raise FitInputError(f"unknown law {law!r}")
+
+
+def _load(paths: list[str | Path]) -> list[tuple[str, list[dict[str, Any]]]]:
+    runs = []
+    for path in paths:
+        folder = Path(path)
+        results = folder / _RESULTS if folder.is_dir() else folder
+        if not results.is_file():
+            raise FitInputError(f"{str(folder)!r} is not a run directory (no {_RESULTS})")
+        records = []
+        for number, line in enumerate(results.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise FitInputError(f"{results}:{number}: not a JSON line") from None
+            if not record.get("error") and "id" in record and "ledger" in record:
+                records.append(record)
+        if not records:
+            raise FitInputError(f"{str(results)!r} holds no finished records")
+        runs.append((_label(results.parent), records))
+    return runs
+
+
+def _label(folder: Path) -> str:
+    """The run's model: `engine.model` (or `model`) of its config.json, else the folder name."""
+    for name in _MANIFESTS:
+        manifest = folder / name
+        if manifest.is_file():
+            try:
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            engine = data.get("engine") if isinstance(data, dict) else None
+            model = (engine.get("model") if isinstance(engine, dict) else None) or (
+                data.get("model") if isinstance(data, dict) else None
+            )
+            if model:
+                return str(model)
+    return folder.name
+
+
+def _sample_correct(sample: dict[str, Any], record: dict[str, Any]) -> bool:
+    # A graded sample says so; otherwise its answer must equal the reference exactly.
+    if "correct" in sample:
+        return bool(sample["correct"])
+    answer = sample.get("answer")
+    return answer is not None and str(answer).strip() == str(record.get("reference", "")).strip()
+
+
+def _eflops(record: dict[str, Any]) -> float:
+    ledger = record["ledger"]
+    if "eflops" in ledger:
+        return float(ledger["eflops"])
+    if ledger.get("unit") == "eflop":
+        return float(ledger["spent"])
+    raise FitInputError("kinetics needs eFLOPs per record: run with an eflop budget, or give --points")
+
+
+def _info(record: dict[str, Any], keys: tuple[str, ...]) -> float:
+    info = record.get("info") or {}
+    for key in keys:
+        if key in info:
+            return float(info[key])
+    raise FitInputError(
+        f"genrm needs info.{keys[0]} in every record (the strategy's {keys[0]}); or give --points"
+    )
+
+
+def _floats(values: list[str], name: str, file: str) -> np.ndarray:
+    try:
+        out = np.array([float(v) for v in values])
+    except ValueError:
+        bad = next(v for v in values if not _is_float(v))
+        raise FitInputError(f"{file}: column {name!r} must be numbers, found {bad!r}") from None
+    if not np.all(np.isfinite(out)):
+        raise FitInputError(f"{file}: column {name!r} has non-finite values")
+    return out
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,25 @@
+"""Shared plumbing of the step-level tree searches: steps, the tree with unique-KV accounting,
+score aggregation, softmax allocation, and the `Search` object strategies call.
+
+Strategies in `ttscale.strategies` import from here; nothing here imports a strategy.
+"""
+
+from ttscale.search.score import aggregate, allocate, load_verifier, logit, resample, softmax
+from ttscale.search.search import Search, SearchParams
+from ttscale.search.steps import split_steps, step_end
+from ttscale.search.tree import Node, Tree
+
+__all__ = [
+    "Node",
+    "Search",
+    "SearchParams",
+    "Tree",
+    "aggregate",
+    "allocate",
+    "load_verifier",
+    "logit",
+    "resample",
+    "softmax",
+    "split_steps",
+    "step_end",
+]

@@ -1,0 +1,187 @@
+"""The search tree: every node is its parent's token prefix plus one step.
+
+Nodes keep token ids, not only text, so a child's prompt is byte-for-byte its parent's prompt
+followed by the step the engine produced (the prefix cache hits; nothing is re-tokenised).
+
+Unique KV tokens. The tree also keeps a token trie of every prefix it has seen. The KV a search
+holds at a moment is the union of the prefixes of its live nodes; with the trie, that union is
+counted exactly at token level (two siblings that start with the same tokens share them, as
+their KV does), by walking up from each live node's last token until an already counted one:
+O(unique tokens) per observation. This is ETS's `global_kv_size`, in tokens, prompt included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ttscale.search.steps import Finish
+
+_NO_TOKEN = 0  # trie index of the empty prefix (a sentinel that is not a token)
+
+
+@dataclass(eq=False)
+class Node:
+    """One node of the search tree (identity semantics: two nodes with the same text are two nodes)."""
+
+    id: int
+    parent: Node | None
+    token_ids: tuple[int, ...]
+    """This node's own tokens: the prompt for the root, one step (delimiter tokens included) otherwise."""
+    text: str = ""
+    """The step's text as the engine returned it (a matched delimiter is not in it); '' for the root."""
+    separator: str = ""
+    """What follows the step in the solution text: the delimiter when the step stopped on it, else ''."""
+    depth: int = 0
+    """Steps from the root (the root is 0, its children 1)."""
+    generated: int = 0
+    """Tokens generated on the path from the root to this node (the prompt not included)."""
+    finish: Finish = "open"
+    children: list[Node] = field(default_factory=list)
+    step_scores: tuple[float, ...] | None = None
+    """The verifier's score of every step of the path (filled by `Search.score`)."""
+    value: float | None = None
+    """The step scores aggregated into one number (last / min / prod / mean)."""
+    kv_end: int = _NO_TOKEN
+    """Index, in the tree's token trie, of the path's last token."""
+
+    @property
+    def terminal(self) -> bool:
+        """True when the node can no longer be extended (its solution ended, or a limit cut it)."""
+        return self.finish != "open"
+
+    @property
+    def complete(self) -> bool:
+        """True when the policy ended the solution itself (EOS)."""
+        return self.finish == "stop"
+
+    def path(self) -> list[Node]:
+        """The nodes from the root's child down to this node (the root excluded)."""
+        nodes: list[Node] = []
+        node: Node | None = self
+        while node is not None and node.parent is not None:
+            nodes.append(node)
+            node = node.parent
+        return nodes[::-1]
+
+    def steps(self) -> list[str]:
+        """The texts of the path's steps, in order: what a process verifier scores."""
+        return [node.text for node in self.path()]
+
+    def solution(self) -> str:
+        """The solution text so far: each step followed by the delimiter it ended on (none after the last)."""
+        path = self.path()
+        if not path:
+            return ""
+        return "".join(node.text + node.separator for node in path[:-1]) + path[-1].text
+
+    def ancestors(self) -> list[Node]:
+        """Parent, grandparent, ... up to and including the root."""
+        out: list[Node] = []
+        node = self.parent
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
+
+
+class Tree:
+    """The nodes of one problem's search, with exact unique-KV accounting over a token trie."""
+
+    def __init__(self, prompt_ids: Sequence[int]) -> None:
+        # The trie as two parallel arrays: parent index and children by token id. Index 0 is the
+        # empty prefix; every other index is one token at one position of one distinct prefix.
+        self._trie_parent: list[int] = [_NO_TOKEN]
+        self._trie_children: list[dict[int, int]] = [{}]
+        self.root = Node(id=0, parent=None, token_ids=tuple(prompt_ids))
+        self.root.kv_end = self._insert(_NO_TOKEN, self.root.token_ids)
+        self.nodes: list[Node] = [self.root]
+        self.kv_per_step: list[int] = []
+        """Unique KV tokens at each observation (one per expansion round)."""
+        self.peak_kv = 0
+
+    # -- building ---------------------------------------------------------------------------------
+    def add(
+        self,
+        parent: Node,
+        token_ids: Sequence[int],
+        *,
+        text: str,
+        separator: str = "",
+        finish: Finish = "open",
+    ) -> Node:
+        """A new child of `parent` made of one step."""
+        if parent.terminal:
+            raise ValueError(f"node {parent.id} is terminal ({parent.finish}); it has no children")
+        child = Node(
+            id=len(self.nodes),
+            parent=parent,
+            token_ids=tuple(token_ids),
+            text=text,
+            separator=separator,
+            depth=parent.depth + 1,
+            generated=parent.generated + len(token_ids),
+            finish=finish,
+        )
+        child.kv_end = self._insert(parent.kv_end, child.token_ids)
+        parent.children.append(child)
+        self.nodes.append(child)
+        return child
+
+    def path_ids(self, node: Node) -> list[int]:
+        """The full token sequence of `node`: the prompt followed by every step of its path."""
+        parts: list[tuple[int, ...]] = []
+        current: Node | None = node
+        while current is not None:
+            parts.append(current.token_ids)
+            current = current.parent
+        return [token for part in reversed(parts) for token in part]
+
+    # -- KV accounting ----------------------------------------------------------------------------
+    def unique_tokens(self, nodes: Iterable[Node]) -> int:
+        """Tokens in the union of the full prefixes (prompt included) of `nodes`."""
+        seen: set[int] = set()
+        for node in nodes:
+            index = node.kv_end
+            while index != _NO_TOKEN and index not in seen:
+                seen.add(index)
+                index = self._trie_parent[index]
+        return len(seen)
+
+    def observe(self, live: Iterable[Node]) -> int:
+        """Record the KV the search holds now (the union of its live prefixes); returns it."""
+        size = self.unique_tokens(live)
+        self.kv_per_step.append(size)
+        self.peak_kv = max(self.peak_kv, size)
+        return size
+
+    # -- reporting --------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        per_depth: list[int] = []
+        for node in self.nodes[1:]:
+            while len(per_depth) < node.depth:
+                per_depth.append(0)
+            per_depth[node.depth - 1] += 1
+        return {
+            "steps": len(self.kv_per_step),
+            "nodes": len(self.nodes) - 1,
+            "nodes_per_depth": per_depth,
+            "complete": sum(node.complete for node in self.nodes),
+            "unique_kv_tokens": self.kv_per_step[-1] if self.kv_per_step else 0,
+            "peak_unique_kv_tokens": self.peak_kv,
+            "unique_kv_tokens_per_step": list(self.kv_per_step),
+        }
+
+    # -- internals --------------------------------------------------------------------------------
+    def _insert(self, start: int, tokens: Sequence[int]) -> int:
+        index = start
+        for token in tokens:
+            nxt = self._trie_children[index].get(token)
+            if nxt is None:
+                nxt = len(self._trie_parent)
+                self._trie_parent.append(index)
+                self._trie_children.append({})
+                self._trie_children[index][token] = nxt
+            index = nxt
+        return index
