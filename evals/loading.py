@@ -1,7 +1,7 @@
 """Reading benchmark files: JSON lines in, validated `Problem`s out.
 
-Every problem with a file is reported as one line naming the file, the line and what was
-expected, so a broken local copy is fixed in a minute rather than debugged.
+Every fault in a file is reported as one line naming the file, the line and what was expected,
+so a broken local copy is fixed in a minute rather than debugged.
 """
 
 from __future__ import annotations
@@ -48,20 +48,16 @@ class DatasetSpec:
 def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """`(where, row)` for each non-blank line; raises ValueError naming the file and line on bad input."""
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")  # bytes, decoded line by line: a bad byte is reported at its line
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     empty = True
     with handle:
-        line_no = 0
-        while True:
+        for line_no, raw in enumerate(handle, start=1):
             try:
-                line = handle.readline()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text ({exc.reason})") from exc
-            if not line:
-                break
-            line_no += 1
+                raise ValueError(f"{path}:{line_no}: not UTF-8 text ({exc.reason})") from exc
             if not line.strip():
                 continue
             try:
@@ -77,6 +73,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def to_problems(spec: DatasetSpec, rows: Iterator[tuple[str, dict[str, Any]]], *, where: str) -> list[Problem]:
+    """Validated problems from `(where, row)` pairs, in order; ValueError names the row on any fault."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for index, (at, row) in enumerate(rows):

@@ -37,6 +37,7 @@ VERIFIERS.register("arithmetic", "ttscale.verifiers.arithmetic:ArithmeticVerifie
 VERIFIERS.register("noisy_oracle", "ttscale.verifiers.noisy_oracle:NoisyOracle", aliases=("oracle",))
 VERIFIERS.register("llm_judge", "ttscale.verifiers.llm_judge:LLMJudge", aliases=("judge",))
 VERIFIERS.register("genrm", "ttscale.verifiers.genrm:GenRM")
+VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_model",))
 
 __all__ = [
     "STRATEGIES",

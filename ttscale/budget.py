@@ -165,8 +165,9 @@ class Usage:
 class Reservation:
     """What the ledger set aside for one request in flight."""
 
-    params: SamplingParams
-    """The request as it will be sent: max_tokens (and maybe n) lowered to what the budget allows."""
+    params: SamplingParams | None
+    """The request as it will be sent: max_tokens (and maybe n) lowered to what the budget allows.
+    None for a scoring request (a reward model's forward pass: prompt only, nothing generated)."""
     amount: float
     """The worst-case cost reserved, in the budget's unit."""
     role: Role
@@ -234,6 +235,19 @@ class Ledger:
             params if (n, max_tokens) == (params.n, params.max_tokens) else replace(params, n=n, max_tokens=max_tokens)
         )
         return Reservation(params=sent, amount=amount, role=role)
+
+    def reserve_prompt(self, *, prompt_tokens: int, role: Role = "verifier") -> Reservation | None:
+        """Set aside a scoring request (forward pass over a prompt, no generation); None if it does not fit.
+
+        Free under a token budget (nothing is generated); FLOP units charge the prompt's prefill.
+        Settle it with a `Generation` that has no completions.
+        """
+        amount = self.meter.cost(prompt_tokens=prompt_tokens, cached_prompt_tokens=0, gen_lengths=[])
+        if amount > self.remaining:
+            self.refused_requests += 1
+            return None
+        self.reserved += amount
+        return Reservation(params=None, amount=amount, role=role)
 
     def settle(self, reservation: Reservation, generation: Generation | None) -> None:
         """Replace the reservation by the request's true cost (none if it failed)."""

@@ -7,11 +7,14 @@ So every strategy is budget-safe by construction, however it is written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from ttscale.budget import Ledger, Role
 from ttscale.types import Completion, Generation, Problem, Sample, SamplingParams
+
+T = TypeVar("T")
+Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]
 
 if TYPE_CHECKING:
     from ttscale.engine.base import Engine, Prompt
@@ -41,12 +44,29 @@ class Context:
         reservation = self.budget.reserve(params, prompt_tokens=len(ids), role=role)
         if reservation is None:
             return Generation(completions=(), prompt_tokens=len(ids))
+        assert reservation.params is not None
         generation: Generation | None = None
         try:
             generation = await self.engine.generate(ids, reservation.params)
         finally:
             self.budget.settle(reservation, generation)
         return generation
+
+    async def score(self, prompt: Sequence[int], scorer: Scorer[T], *, role: Role = "verifier") -> T | None:
+        """Metered scoring request (a reward model's forward pass); None when the budget cannot pay for it.
+
+        `scorer(prompt)` returns its result and the prompt tokens its engine served from cache.
+        """
+        reservation = self.budget.reserve_prompt(prompt_tokens=len(prompt), role=role)
+        if reservation is None:
+            return None
+        generation: Generation | None = None
+        try:
+            result, cached = await scorer(prompt)
+            generation = Generation(completions=(), prompt_tokens=len(prompt), cached_prompt_tokens=cached)
+        finally:
+            self.budget.settle(reservation, generation)
+        return result
 
     def sample(self, completion: Completion, *, score: float | None = None) -> Sample:
         """A finished candidate: the completion with its extracted answer and a selection score."""

@@ -122,7 +122,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, torch_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
     # transformers marks GGUF-loaded models as quantized and then refuses to save them; the
     # weights are already de-quantized, so the marker is dropped from the model and its config.
     for obj in (model, model.config):

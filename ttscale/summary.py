@@ -41,11 +41,29 @@ def summarize(records: Sequence[dict[str, Any]], *, budget: Budget, wall_seconds
         "cached_prompt_tokens": cached,
         "cached_prompt_share": cached / prompt if prompt else 0.0,
         "wall_seconds": round(wall_seconds, 3),
+        "grader_cross_check": _cross_check(records),
         "per_level": {
             str(level): {"problems": len(v), "accuracy": sum(v) / len(v)}
             for level, v in sorted(by_level.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
             if level is not None
         },
+    }
+
+
+def _cross_check(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How often an independent answer normalizer disagrees with the task's grader on this run."""
+    from ttscale.verifiers import cross_check
+
+    report = cross_check(
+        [(r.get("prediction"), str(r.get("reference"))) for r in records],
+        verdicts=[bool(r.get("correct")) for r in records],
+        max_examples=5,
+    )
+    return {
+        "compared": report.total,
+        "disagreements": report.disagreements,
+        "rate": report.rate,
+        "examples": [list(e) for e in report.examples],
     }
 
 
@@ -80,6 +98,11 @@ def format_table(summary: dict[str, Any]) -> str:
         ),
         ("prompt tokens cached", f"{summary['cached_prompt_share']:.1%}"),
         ("over budget", str(summary["over_budget"])),
+        (
+            "grader cross-check",
+            f"{summary['grader_cross_check']['disagreements']} disagreements"
+            f" in {summary['grader_cross_check']['compared']}",
+        ),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
     for level, row in summary.get("per_level", {}).items():

@@ -209,6 +209,8 @@ def _literal_log10(tokens: list[str], pos: int, depth: int) -> tuple[float, int]
         start = pos + 1 + braced
         if start < len(tokens) and tokens[start].isdigit():
             exponent_log10, after = _literal_log10(tokens, start, depth + 1)
+            if exponent_log10 == math.inf:  # closed or not, nothing after this makes it small
+                return (math.inf if log10_value > 0 else 0.0), after
             closed = not braced or (after < len(tokens) and tokens[after] == "}")
             if closed:
                 pos = after + braced

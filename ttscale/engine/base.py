@@ -24,8 +24,8 @@ class Engine(Protocol):
         """n samples of one prompt, with token ids, optional log-probs and prompt accounting."""
         ...
 
-    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
-        """Token ids of `messages` rendered by the model's own chat template, ready for the reply."""
+    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
+        """Token ids of `messages` rendered by the model's own chat template (ready for the reply, by default)."""
         ...
 
     def tokenize(self, text: str) -> list[int]: ...
@@ -67,6 +67,8 @@ class EngineConfig:
     """GPUs one engine spans."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where to run; `auto` = whatever the installed vLLM was built for."""
+    runner: Literal["generate", "pooling"] = "generate"
+    """`generate` for policies and judges; `pooling` for reward models scored per token (PRMs)."""
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
@@ -83,6 +85,8 @@ class EngineConfig:
             raise ValueError(f"max_num_seqs must be ≥ 1, got {self.max_num_seqs}")
         if self.tensor_parallel_size < 1:
             raise ValueError(f"tensor_parallel_size must be ≥ 1, got {self.tensor_parallel_size}")
+        if self.runner not in ("generate", "pooling"):
+            raise ValueError(f"runner must be generate or pooling, got {self.runner!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
 

@@ -67,6 +67,7 @@ class VLLMEngine:
             max_num_seqs=config.max_num_seqs,
             tensor_parallel_size=config.tensor_parallel_size,
             disable_log_stats=True,
+            runner=config.runner,
         )
         llm = AsyncLLM.from_engine_args(args)
         from transformers import AutoTokenizer
@@ -104,8 +105,25 @@ class VLLMEngine:
             cached_prompt_tokens=int(final.num_cached_tokens or 0),
         )
 
-    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
-        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    async def token_scores(self, prompt: Sequence[int], *, step_tag_id: int) -> tuple[list[list[float]], int]:
+        """A pooling model's class probabilities at each `step_tag_id` position (a PRM's step scores).
+
+        Returns one row per step tag and the prompt tokens served from the prefix cache.
+        """
+        from vllm import PoolingParams
+        from vllm.inputs import TokensPrompt
+
+        params = PoolingParams(task="token_classify", step_tag_id=step_tag_id)
+        final: Any = None
+        request = TokensPrompt(prompt_token_ids=list(prompt))
+        async for output in self._llm.encode(request, params, request_id=f"ttscale-{next(self._ids)}"):
+            final = output
+        data = final.outputs.data
+        rows = data.float().tolist() if hasattr(data, "float") else [list(map(float, r)) for r in data]
+        return rows, int(final.num_cached_tokens or 0)
+
+    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
+        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt)
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # newer transformers return a BatchEncoding
             ids = ids["input_ids"]
         return list(ids)
@@ -149,9 +167,7 @@ class VLLMEngine:
             positions = list(output.logprobs)
             sampled = tuple(float(pos[tid].logprob) for pos, tid in zip(positions, token_ids, strict=False))
             if logprobs > 0:
-                top = tuple(
-                    {str(lp.decoded_token): float(lp.logprob) for lp in pos.values()} for pos in positions
-                )
+                top = tuple({str(lp.decoded_token): float(lp.logprob) for lp in pos.values()} for pos in positions)
         reason: FinishReason = output.finish_reason if output.finish_reason in ("stop", "length", "abort") else "stop"
         return Completion(
             text=output.text,

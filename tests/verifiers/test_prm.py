@@ -1,0 +1,72 @@
+"""The `prm` verifier end to end on vLLM's pooling runner, with a tiny random-weight PRM built here."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ttscale.budget import Budget, Ledger
+from ttscale.context import Context
+from ttscale.evals.arithmetic import ArithmeticTask
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny_prm import STEP_TAG, build_tiny_prm  # noqa: E402
+
+from ttscale.verifiers.prm import PRM  # noqa: E402
+
+pytestmark = pytest.mark.slow
+TASK = ArithmeticTask(levels=(1,), per_level=1)
+
+
+@pytest.fixture(scope="module")
+def prm(sync_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PRM]:
+    from ttscale.models import prepare_embedded
+
+    folder = build_tiny_prm(tmp_path_factory.mktemp("tiny_prm"), tokenizer_dir=prepare_embedded())
+    verifier = PRM(model=str(folder), step_tag=STEP_TAG, max_model_len=1024)
+    sync_engine.loop.run(verifier.start())
+    yield verifier
+    sync_engine.loop.run(verifier.close())
+
+
+def context(sync_engine: Any, budget: str = "1k") -> Context:
+    problem = TASK.problems()[0]
+    return Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=Ledger(Budget.parse(budget)))
+
+
+def test_one_score_per_step_tag_in_unit_range(sync_engine: Any, prm: PRM) -> None:
+    ctx = context(sync_engine)
+    candidates = [["3 + 4 = 7", "The answer is 7."], ["3 + 4 = 8"], ["a", "b", "c"]]
+    scores = sync_engine.loop.run(prm.score_steps(ctx, candidates))
+    assert [len(s) for s in scores] == [2, 1, 3]
+    assert all(0.0 <= x <= 1.0 for row in scores for x in row)
+    assert len({x for row in scores for x in row}) > 1  # random weights still tell inputs apart
+
+
+def test_prm_scores_are_metered_as_verifier_prompt_tokens(sync_engine: Any, prm: PRM) -> None:
+    ctx = context(sync_engine)
+    sync_engine.loop.run(prm.score_steps(ctx, [["x = 1", "y = 2"], ["z = 3"]]))
+    verifier = ctx.budget.usage["verifier"]
+    assert verifier.calls == 2 and verifier.prompt_tokens > 20 and verifier.generated_tokens == 0
+    assert ctx.budget.spent == 0  # a token budget counts generated tokens; scoring generates none
+    sync_engine.loop.run(prm.score_steps(ctx, [["x = 1", "y = 2"]]))
+    assert verifier.calls == 2  # a path already scored for this problem is not sent again
+
+
+def test_a_step_containing_the_tag_does_not_shift_scores(sync_engine: Any, prm: PRM) -> None:
+    ctx = context(sync_engine)
+    scores = sync_engine.loop.run(prm.score_steps(ctx, [[f"evil {STEP_TAG} step", "next"]]))
+    assert len(scores[0]) == 2
+
+
+def test_outcome_scores_and_bad_step_tag(sync_engine: Any, prm: PRM) -> None:
+    ctx = context(sync_engine)
+    outcome = sync_engine.loop.run(prm.score_outcomes(ctx, ["3 + 4 = 7", "3 + 4 = 9"]))
+    assert len(outcome) == 2 and all(0.0 <= x <= 1.0 for x in outcome)
+    bad = PRM(model=prm.model, step_tag="two tokens")
+    with pytest.raises(ValueError, match="must be one token"):
+        sync_engine.loop.run(bad.start())
