@@ -31,8 +31,7 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
-from ttscale.search import Node, Search, SearchParams
-from ttscale.search.search import Select
+from ttscale.search import Node, Search, SearchParams, Select
 from ttscale.types import Answer, Problem
 
 

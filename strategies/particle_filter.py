@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
-from ttscale.search import Search, SearchParams, logit, resample, softmax
-from ttscale.search.search import Select
+from ttscale.search import Search, SearchParams, Select, logit, resample, softmax
 from ttscale.types import Answer, Problem
 
 

@@ -4,6 +4,8 @@
 or a model is actually needed.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ttscale.budget import Budget, Ledger
 from ttscale.registry import Registry
 from ttscale.types import Answer, Completion, Generation, Problem, RunRecord, Sample, SamplingParams
@@ -39,6 +41,20 @@ VERIFIERS.register("llm_judge", "ttscale.verifiers.llm_judge:LLMJudge", aliases=
 VERIFIERS.register("genrm", "ttscale.verifiers.genrm:GenRM")
 VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_model",))
 
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` imports it on first use
+    from ttscale.report.frames import load_runs
+
+
+def __getattr__(name: str) -> Any:
+    # `load_runs` needs pandas: import it on first use so that `import ttscale` stays light.
+    if name == "load_runs":
+        from ttscale.report.frames import load_runs
+
+        return load_runs
+    raise AttributeError(f"module 'ttscale' has no attribute {name!r}")
+
+
 __all__ = [
     "STRATEGIES",
     "TASKS",
@@ -54,4 +70,5 @@ __all__ = [
     "Sample",
     "SamplingParams",
     "__version__",
+    "load_runs",
 ]

@@ -39,6 +39,28 @@ def test_expansion_sends_every_parent_at_once_and_merges_duplicates() -> None:
     assert all(child.parent is a for child in groups[0] + groups[2])
 
 
+def test_each_expansion_records_the_kv_of_children_expanded_parents_and_live_nodes() -> None:
+    policy = SimulatedArithmeticPolicy(seed=6, p_intro=0.0, p_correct=0.3)
+    ctx = make_context(policy, "5k")
+    search = Search(ctx, SearchParams())
+    tree = search.tree
+
+    async def go() -> None:
+        (first,) = await search.expand([search.root], 8)
+        assert tree.kv_per_step == [tree.unique_tokens(first)]
+        distinct = list({node.token_ids: node for node in first if not node.terminal}.values())
+        a, b, c = distinct[:3]  # three different first steps ("E = v" with different v)
+        (kids_a, kids_b) = await search.expand([a, b], [2, 0])  # b is pruned: its KV is not held
+        assert kids_b == [] and tree.kv_per_step[-1] == tree.unique_tokens(kids_a)
+        assert tree.kv_per_step[-1] < tree.unique_tokens([*kids_a, b])
+        (kids_c,) = await search.expand([c], 1, live=[b])  # b kept for later (an open list)
+        assert tree.kv_per_step[-1] == tree.unique_tokens([*kids_c, b])
+
+    run(go())
+    stats = ctx.budget.extra["tree"]
+    assert stats["steps"] == 3 and stats["peak_unique_kv_tokens"] == max(tree.kv_per_step)
+
+
 def test_child_prompts_are_exact_parent_prefixes_and_hit_the_cache() -> None:
     policy = SimulatedArithmeticPolicy(seed=2, p_intro=1.0)  # first step is always "We need …": never terminal
     ctx = make_context(policy, "5k")

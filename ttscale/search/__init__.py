@@ -5,7 +5,7 @@ Strategies in `ttscale.strategies` import from here; nothing here imports a stra
 """
 
 from ttscale.search.score import aggregate, allocate, load_verifier, logit, resample, softmax
-from ttscale.search.search import Search, SearchParams
+from ttscale.search.search import Search, SearchParams, Select
 from ttscale.search.steps import split_steps, step_end
 from ttscale.search.tree import Node, Tree
 
@@ -13,6 +13,7 @@ __all__ = [
     "Node",
     "Search",
     "SearchParams",
+    "Select",
     "Tree",
     "aggregate",
     "allocate",

@@ -127,9 +127,12 @@ class Search:
 
         A node listed twice gets one request with the counts added (its KV is computed once).
         Terminal parents get none. The ledger may lower a request's n or max_tokens, or refuse
-        it when the budget is spent: parents then get fewer children (possibly none). `live`
-        names nodes the search keeps without expanding now (finished beams, A*'s open list),
-        whose KV counts in this step's unique-KV observation.
+        it when the budget is spent: parents then get fewer children (possibly none).
+
+        Each call is one step of the unique-KV record: the union of the prefixes of the new
+        children, of the parents that were expanded, and of `live`: nodes the search keeps to
+        expand later (A*'s open list). A parent given 0 children is pruned and not counted;
+        finished solutions need no KV to go on and are not live.
         """
         counts = [n] * len(parents) if isinstance(n, int) else list(n)
         if len(counts) != len(parents):
@@ -153,7 +156,7 @@ class Search:
             made[node.id] = pool[k:]
         children = [child for group in out for child in group]
         if nodes:
-            self.tree.observe([*children, *parents, *live])
+            self.tree.observe([*children, *nodes, *live])
         self._publish()
         return out
 
