@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(EXTRA)
 .PHONY: demo test lint install prepare clean
 
 demo: prepare
-	$(VENV)/bin/ttscale run --strategy self_consistency --budget 8k --task arithmetic --limit 20
+	$(VENV)/bin/ttscale run --strategy beam --budget 8k --task arithmetic --limit 20
 
 test: prepare
 	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks

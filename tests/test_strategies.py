@@ -12,6 +12,7 @@ from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.params import params_class, parse_params
 from ttscale.select import majority_vote
+from ttscale.types import SamplingParams
 
 pytestmark = pytest.mark.slow
 
@@ -83,3 +84,19 @@ def test_a_model_verifier_is_metered_within_the_same_budget(sync_engine: Any) ->
     verifier = ledger.usage["verifier"]
     assert verifier.calls == len(answer.samples) == 4 and verifier.generated_tokens == 4
     assert ledger.spent == ledger.usage["policy"].generated_tokens + 4 <= 600
+
+
+def test_generation_never_asks_past_the_model_length(sync_engine: Any) -> None:
+    """A path that nears max_model_len gets what fits, and nothing once the prompt fills it, instead of an error."""
+    problem = TASK.problems()[0]
+    ctx = Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=Ledger(Budget.parse("4k")))
+    limit = sync_engine.engine.config.max_model_len
+    filler = sync_engine.engine.tokenize(" one two three" * 2000)
+    near = sync_engine.loop.run(ctx.generate(filler[: limit - 5], SamplingParams(n=2, max_tokens=100)))
+    assert near.completions and all(c.num_tokens <= 5 for c in near.completions)
+    full = sync_engine.loop.run(ctx.generate(filler[:limit], SamplingParams(n=2, max_tokens=100)))
+    assert full.completions == () and ledger_calls(ctx) == 1
+
+
+def ledger_calls(ctx: Context) -> int:
+    return ctx.budget.usage["policy"].calls

@@ -8,6 +8,7 @@ So every strategy is budget-safe by construction, however it is written.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ttscale.budget import Ledger, Role
@@ -41,6 +42,11 @@ class Context:
     async def generate(self, prompt: Prompt, params: SamplingParams, *, role: Role = "policy") -> Generation:
         """Metered generation: never more than the budget allows; no completions once it is spent."""
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
+        room = self._room(len(ids))
+        if room < 1:  # the prompt alone fills the model's context: nothing can be generated
+            return Generation(completions=(), prompt_tokens=len(ids))
+        if params.max_tokens > room:
+            params = replace(params, max_tokens=room)
         reservation = self.budget.reserve(params, prompt_tokens=len(ids), role=role)
         if reservation is None:
             return Generation(completions=(), prompt_tokens=len(ids))
@@ -67,6 +73,11 @@ class Context:
         finally:
             self.budget.settle(reservation, generation)
         return result
+
+    def _room(self, prompt_tokens: int) -> int:
+        """Tokens the engine can still generate after this prompt (its max_model_len bounds prompt + output)."""
+        limit = getattr(getattr(self.engine, "config", None), "max_model_len", None)
+        return limit - prompt_tokens if isinstance(limit, int) else 1 << 30
 
     def sample(self, completion: Completion, *, score: float | None = None) -> Sample:
         """A finished candidate: the completion with its extracted answer and a selection score."""

@@ -36,6 +36,7 @@ def summarize(records: Sequence[dict[str, Any]], *, budget: Budget, wall_seconds
         "max_generated_tokens": max(generated, default=0),
         "total_generated_tokens": sum(generated),
         **_compute_means(ledgers),
+        **_tree_means(ledgers),
         "mean_samples": sum(int(lg.get("samples", 0)) for lg in ledgers) / n if n else 0.0,
         "prompt_tokens": prompt,
         "cached_prompt_tokens": cached,
@@ -65,6 +66,15 @@ def _cross_check(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "rate": report.rate,
         "examples": [list(e) for e in report.examples],
     }
+
+
+def _tree_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Mean tree statistics per problem, for the strategies that search a tree."""
+    trees = [lg["tree"] for lg in ledgers if isinstance(lg.get("tree"), dict)]
+    if not trees:
+        return {}
+    keys = ("peak_unique_kv_tokens", "steps", "nodes", "verifier_calls")
+    return {f"mean_tree_{k}": sum(float(t.get(k, 0)) for t in trees) / len(trees) for k in keys}
 
 
 def _compute_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -97,6 +107,17 @@ def format_table(summary: dict[str, Any]) -> str:
             else []
         ),
         ("prompt tokens cached", f"{summary['cached_prompt_share']:.1%}"),
+        *(
+            [
+                (
+                    "tree / problem",
+                    f"peak unique KV {summary['mean_tree_peak_unique_kv_tokens']:.0f} tokens, "
+                    f"{summary['mean_tree_steps']:.1f} steps, {summary['mean_tree_verifier_calls']:.1f} verifier calls",
+                )
+            ]
+            if "mean_tree_steps" in summary
+            else []
+        ),
         ("over budget", str(summary["over_budget"])),
         (
             "grader cross-check",
