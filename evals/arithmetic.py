@@ -14,7 +14,6 @@ from typing import Any
 
 from ttscale.evals.base import Message
 from ttscale.evals.extract import extract_answer
-
 from ttscale.types import Problem
 
 Generator = Callable[[random.Random], tuple[str, int]]

@@ -14,6 +14,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
 from ttscale.evals.subsample import SubsampleOptions, majority_expectation
 
 

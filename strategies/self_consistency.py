@@ -11,6 +11,7 @@ Ties → the answer seen first, so runs are deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ttscale.context import Context
@@ -35,6 +36,7 @@ class SelfConsistencyParams(PoolParams):
 @strategy(SelfConsistencyParams)
 async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyParams) -> Answer:
     completions = await sample_pool(ctx, p)
+    votes: Mapping[str, float]
     if p.verifier is None:
         samples = [ctx.sample(c) for c in completions]
         prediction, votes = majority_vote(samples)
@@ -42,4 +44,4 @@ async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyPar
         rewards = await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions])
         samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
         prediction, votes = weighted_vote(samples)
-    return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": votes})
+    return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": dict(votes)})

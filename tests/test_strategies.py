@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ttscale.evals.arithmetic import ArithmeticTask
 
 from ttscale import STRATEGIES
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
+from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class, parse_params
 from ttscale.select import majority_vote
 from ttscale.types import SamplingParams

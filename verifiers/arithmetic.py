@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from ttscale.verifiers.safe_eval import check_step
-
 from ttscale.params import check_range
+from ttscale.verifiers.safe_eval import check_step
 
 if TYPE_CHECKING:
     from ttscale.context import Context

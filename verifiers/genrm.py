@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ttscale.verifiers.judging import judge
-
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range
 from ttscale.types import SamplingParams
+from ttscale.verifiers.judging import judge
 
 VERIFY = (
     "Problem: {question}\n\nProposed solution:\n{solution}\n\n"

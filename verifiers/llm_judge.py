@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ttscale.verifiers.judging import judge
-
 from ttscale.context import Context
 from ttscale.params import check_range
+from ttscale.verifiers.judging import judge
 
 STEP_QUESTION = "Is the last step of this solution correct? Answer Yes or No."
 OUTCOME_QUESTION = "Is this solution's final answer correct? Answer Yes or No."

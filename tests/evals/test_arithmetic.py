@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ttscale.evals.arithmetic import LEVELS, ArithmeticTask, parse_levels
 from ttscale.evals.base import load_task
 

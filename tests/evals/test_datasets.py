@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ttscale.evals.base import load_task
 from ttscale.evals.datasets import DATA_DIR_ENV, aime24, aime25, gsm8k, jsonl_task, math500
 from ttscale.evals.loading import gsm8k_reference, repair_escapes

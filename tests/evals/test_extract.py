@@ -3,6 +3,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from ttscale.evals.extract import MAX_SCAN, extract_answer, last_boxed, last_number
 
 CASES = [

@@ -7,6 +7,7 @@ from collections.abc import Hashable, Sequence
 from fractions import Fraction
 
 import pytest
+
 from ttscale.evals.metrics import (
     accuracy,
     bootstrap_mean,

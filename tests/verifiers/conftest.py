@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from ttscale.verifiers import Grader, GraderConfig, default_grader
 
 

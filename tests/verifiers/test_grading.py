@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+
 from ttscale.verifiers import (
     Grader,
     GraderConfig,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from ttscale.budget import Budget, Ledger
+from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.verifiers.genrm import GenRM
 from ttscale.verifiers.judging import yes_probability
 from ttscale.verifiers.llm_judge import LLMJudge
-
-from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 
 TASK = ArithmeticTask(levels=(1,), per_level=1)
 

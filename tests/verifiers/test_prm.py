@@ -14,9 +14,9 @@ from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tiny_prm import STEP_TAG, build_tiny_prm  # noqa: E402
+from tiny_prm import STEP_TAG, build_tiny_prm
 
-from ttscale.verifiers.prm import PRM  # noqa: E402
+from ttscale.verifiers.prm import PRM
 
 pytestmark = pytest.mark.slow
 TASK = ArithmeticTask(levels=(1,), per_level=1)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from ttscale.verifiers.safe_eval import EvalLimits, UnsafeExpressionError, check_step, safe_eval
 
 
