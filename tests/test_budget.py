@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttscale.budget import Budget, BudgetError, Ledger
+from ttscale.budget import Budget, BudgetError, Ledger, TokenMeter
 from ttscale.types import Completion, Generation, SamplingParams
 
 
@@ -156,3 +156,33 @@ def test_flop_budgets_parse_and_meter_in_their_unit() -> None:
     assert ledger.exhausted or ledger.remaining < ledger.meter.cost(
         prompt_tokens=60, cached_prompt_tokens=0, gen_lengths=[1]
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    total=st.integers(min_value=1, max_value=5_000),
+    per_problem=st.integers(min_value=1, max_value=3_000),
+    requests=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 16), st.integers(1, 512)), min_size=1, max_size=60),
+    seed=st.integers(0, 2**16),
+)
+def test_a_pool_caps_the_sum_over_problems(
+    total: int, per_problem: int, requests: list[tuple[int, int, int]], seed: int
+) -> None:
+    """A total budget shared by problems (each with its own cap) is never passed, nor any problem's cap."""
+    rng = random.Random(seed)
+    pool = Ledger(Budget(limit=total))
+    problems = [Ledger(Budget(limit=per_problem), pool=pool) for _ in range(6)]
+    for which, n, max_tokens in requests:
+        ledger = problems[which]
+        r = ledger.reserve(SamplingParams(n=n, max_tokens=max_tokens), prompt_tokens=3)
+        if r is not None:
+            assert r.params is not None
+            ledger.settle(r, fake_generation(r.params, rng))
+        assert all(p.spent <= per_problem for p in problems)
+        assert pool.spent == sum(p.spent for p in problems) <= total
+    assert pool.reserved == 0
+
+
+def test_pool_units_must_match() -> None:
+    with pytest.raises(BudgetError, match="cannot fund"):
+        Ledger(Budget(limit=10), pool=Ledger(Budget.parse("3e12eflop"), meter=TokenMeter()))

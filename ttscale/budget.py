@@ -177,8 +177,20 @@ class Reservation:
 class Ledger:
     """The accountant of one problem: meters every engine call and never lets the budget be passed."""
 
-    def __init__(self, budget: Budget, *, meter: CostMeter | None = None, costing: Costing | None = None) -> None:
-        self.budget = budget
+    def __init__(
+        self,
+        budget: Budget,
+        *,
+        meter: CostMeter | None = None,
+        costing: Costing | None = None,
+        pool: Ledger | None = None,
+    ) -> None:
+        self.budget: Budget = budget
+        if pool is not None and pool.budget.unit != budget.unit:
+            raise BudgetError(f"a pool in {pool.budget.unit} cannot fund a budget in {budget.unit}")
+        self.pool = pool
+        """A ledger shared by many problems (a total budget over a task): every reservation is taken
+        from it too, so the sum over problems never passes the total either."""
         self.meter: CostMeter = meter or budget.meter()
         self.costing = costing
         """Prices every settled request in FLOPs, bytes and eFLOPs for the record, whatever the budget's unit."""
@@ -199,7 +211,8 @@ class Ledger:
     @property
     def remaining(self) -> float:
         """What can still be reserved, in the budget's unit."""
-        return max(0.0, self.budget.limit - self.spent - self.reserved)
+        own = max(0.0, self.budget.limit - self.spent - self.reserved)
+        return own if self.pool is None else min(own, self.pool.remaining)
 
     @property
     def exhausted(self) -> bool:
@@ -230,7 +243,7 @@ class Ledger:
                 return None
             self.capped_requests += 1
         amount = self._request_cost(prompt_tokens=prompt_tokens, n=n, max_tokens=max_tokens)
-        self.reserved += amount
+        self._hold(amount)
         sent = (
             params if (n, max_tokens) == (params.n, params.max_tokens) else replace(params, n=n, max_tokens=max_tokens)
         )
@@ -246,12 +259,12 @@ class Ledger:
         if amount > self.remaining:
             self.refused_requests += 1
             return None
-        self.reserved += amount
+        self._hold(amount)
         return Reservation(params=None, amount=amount, role=role)
 
     def settle(self, reservation: Reservation, generation: Generation | None) -> None:
         """Replace the reservation by the request's true cost (none if it failed)."""
-        self.reserved = max(0.0, self.reserved - reservation.amount)
+        self._hold(-reservation.amount)
         usage = self.usage[reservation.role]
         usage.engine_seconds += time.perf_counter() - reservation.started
         if generation is None:
@@ -268,6 +281,8 @@ class Ledger:
                 f"engine returned more than was reserved ({cost:g} > {reservation.amount:g} {self.meter.unit})"
             )
         self.spent += cost
+        if self.pool is not None:
+            self.pool.spent += cost
         if self.costing is not None:
             priced = self.costing.breakdown(
                 prompt_tokens=generation.prompt_tokens,
@@ -308,6 +323,12 @@ class Ledger:
         }
 
     # -- internals --------------------------------------------------------------------------
+    def _hold(self, amount: float) -> None:
+        """Reserve (amount > 0) or release (amount < 0), here and in the pool."""
+        for ledger in (self, self.pool):
+            if ledger is not None:
+                ledger.reserved = max(0.0, ledger.reserved + amount)
+
     def _request_cost(self, *, prompt_tokens: int, n: int, max_tokens: int) -> float:
         return self.meter.cost(prompt_tokens=prompt_tokens, cached_prompt_tokens=0, gen_lengths=[max_tokens] * n)
 
