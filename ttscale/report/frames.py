@@ -1,0 +1,317 @@
+"""Run directories as pandas DataFrames: one row per (run, problem), and one row per run.
+
+The problem frame carries every run-level fact (model, task, budget, versions, ...) on each of its
+rows, so that any subset of it (one level, a few runs) can be summarised again by `run_table`
+without going back to the files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ttscale.evals.metrics import pass_at_k, wilson_interval
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
+
+#: Run-level columns, repeated on every problem row (`run_table` takes the first of each).
+RUN_COLUMNS = (
+    "run", "run_dir", "model", "task", "strategy", "params", "budget", "budget_limit", "budget_unit",
+    "seed", "hardware", "grader", "ttscale_version", "vllm_version", "torch_version", "python", "created",
+    "run_wall_seconds", "grader_disagreement_rate",
+)  # fmt: skip
+
+
+class RunLoadError(ValueError):
+    """A path that is not a readable run directory (one line, for the CLI)."""
+
+
+def load_runs(paths: str | Path | Iterable[str | Path], *, per: Literal["problem", "run"] = "problem") -> pd.DataFrame:
+    """Read run directories into a DataFrame.
+
+    `paths`: run directories (holding results.jsonl), or folders searched recursively for them.
+    `per="problem"` gives one row per (run, problem) with correctness, the ledger in every unit
+    (generated tokens, FLOPs, eFLOPs), sample counts for pass@k and the run's metadata;
+    `per="run"` gives `run_table` of that frame: one row per run with accuracy, its 95% CI and pass@k.
+    """
+    import pandas as pd
+
+    if per not in ("problem", "run"):
+        raise ValueError(f"per must be 'problem' or 'run', got {per!r}")
+    folders = find_runs(paths)
+    labels = _labels(folders)
+    rows: list[dict[str, Any]] = []
+    for folder in folders:
+        rows.extend(_problem_rows(folder, labels[folder]))
+    frame = pd.DataFrame(rows)
+    return run_table(frame) if per == "run" else frame
+
+
+def find_runs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """The run directories named by `paths` (each a run, or a folder holding runs), in order, once each."""
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    if not items:
+        raise RunLoadError("no run directories given")
+    found: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if (path / RESULTS).is_file():
+            found.append(path)
+        elif path.is_dir():
+            inner = sorted(p.parent for p in path.rglob(RESULTS))
+            if not inner:
+                raise RunLoadError(f"{str(path)!r} holds no run (no {RESULTS} in it or below it)")
+            found.extend(inner)
+        else:
+            raise RunLoadError(f"{str(path)!r} is not a run directory (no {RESULTS})")
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def run_table(problems: pd.DataFrame) -> pd.DataFrame:
+    """One row per run of a problem frame: accuracy with its 95% Wilson CI, pass@k, spend in every unit."""
+    import pandas as pd
+
+    if problems.empty:
+        raise RunLoadError("no problems to summarise")
+    out = []
+    for _, group in problems.groupby("run", sort=False):
+        first = group.iloc[0]
+        n = len(group)
+        correct = int(group["correct"].sum())
+        low, high = wilson_interval(correct, n)
+        row: dict[str, Any] = {column: first[column] for column in RUN_COLUMNS if column in group}
+        row.update(
+            problems=n,
+            correct=correct,
+            accuracy=correct / n,
+            ci_low=low,
+            ci_high=high,
+            errors=int(group["error"].notna().sum()),
+            over_budget=int((group["spent"] > group["budget_limit"] * (1 + 1e-9)).sum()),
+            mean_tokens=float(group["generated_tokens"].mean()),
+            mean_prompt_tokens=float(group["prompt_tokens"].mean()),
+            mean_spent=float(group["spent"].mean()),
+            mean_samples=float(group["n_samples"].mean()),
+            mean_wall_seconds=float(group["wall_seconds"].mean()),
+            levels=",".join(str(v) for v in sorted(group["level"].dropna().unique())),
+        )
+        for key in ("flops", "eflops", "memory_bytes"):
+            # A mean over some problems only would look comparable and is not: all priced, or none.
+            row[f"mean_{key}"] = float(group[key].mean()) if group[key].notna().all() else math.nan
+        row.update(_budget_in_units(row))
+        row.update(_pass_columns(group))
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def pass_at_k_table(problems: pd.DataFrame, *, ks: Sequence[int] | None = None) -> pd.DataFrame:
+    """Mean unbiased pass@k per run (rows) for k = 1, 2, 4, ... up to the smallest sample pool."""
+    import pandas as pd
+
+    rows = []
+    for run, group in problems.groupby("run", sort=False):
+        graded = group.dropna(subset=["n_correct"])
+        graded = graded[graded["n_samples"] > 0]
+        if graded.empty:
+            continue
+        smallest = int(graded["n_samples"].min())
+        chosen = [k for k in (ks or _powers_of_two(smallest)) if k <= smallest]
+        for k in chosen:
+            values = [
+                pass_at_k(n=int(n), c=int(c), k=k)
+                for n, c in zip(graded["n_samples"], graded["n_correct"], strict=True)
+            ]
+            rows.append({"run": run, "k": k, "pass_at_k": sum(values) / len(values), "problems": len(values)})
+    return pd.DataFrame(rows, columns=["run", "k", "pass_at_k", "problems"])
+
+
+def _budget_in_units(row: dict[str, Any]) -> dict[str, float]:
+    """The limit in tokens, FLOPs and eFLOPs: exact in its own unit, else converted at the run's observed
+    cost per unit of spend (so `≈`: a budget of 1k tokens is about 1k × the FLOPs this run paid per token)."""
+    own = {"tokens": "tokens", "flop": "flops", "eflop": "eflops"}.get(str(row["budget_unit"]))
+    limit, spent = float(row["budget_limit"]), float(row["mean_spent"])
+    out = {}
+    for unit in ("tokens", "flops", "eflops"):
+        if unit == own:
+            out[f"budget_{unit}"] = limit
+        else:
+            per = float(row[f"mean_{unit}"]) / spent if spent > 0 else math.nan
+            out[f"budget_{unit}"] = limit * per if math.isfinite(per) and per > 0 else math.nan
+    return out
+
+
+def _pass_columns(group: pd.DataFrame) -> dict[str, float]:
+    table = pass_at_k_table(group)
+    return {f"pass@{int(k)}": float(v) for k, v in zip(table["k"], table["pass_at_k"], strict=True)}
+
+
+def _powers_of_two(top: int) -> list[int]:
+    return [2**i for i in range(int(math.log2(top)) + 1)] if top >= 1 else []
+
+
+# -- reading one run ---------------------------------------------------------------------------------
+
+
+def _problem_rows(folder: Path, label: str) -> list[dict[str, Any]]:
+    config = _read_json(folder / CONFIG)
+    summary = _read_json(folder / SUMMARY)
+    records = _read_records(folder / RESULTS)
+    if not records:
+        raise RunLoadError(f"{str(folder)!r} holds no finished problem yet ({RESULTS} is empty)")
+    meta = _run_meta(folder, label, config, summary, records[0])
+    grade = _sample_grader(config.get("identity") or {})
+    rows = []
+    for record in records:
+        ledger = record.get("ledger") or {}
+        samples = record.get("samples") or []
+        answers = [s.get("answer") for s in samples]
+        rows.append(
+            {
+                **meta,
+                "id": str(record.get("id")),
+                "level": record.get("level"),
+                "correct": bool(record.get("correct")),
+                "prediction": record.get("prediction"),
+                "reference": record.get("reference"),
+                "error": record.get("error") or None,
+                "spent": float(ledger.get("spent", math.nan)),
+                "generated_tokens": int(ledger.get("generated_tokens", 0)),
+                "prompt_tokens": int(ledger.get("prompt_tokens", 0)),
+                "cached_prompt_tokens": int(ledger.get("cached_prompt_tokens", 0)),
+                "calls": int(ledger.get("calls", 0)),
+                "flops": float(ledger.get("flops", math.nan)),
+                "eflops": float(ledger.get("eflops", math.nan)),
+                "memory_bytes": float(ledger.get("memory_bytes", math.nan)),
+                "wall_seconds": float(ledger.get("wall_seconds", math.nan)),
+                "engine_seconds": float(ledger.get("engine_seconds", math.nan)),
+                "n_samples": len(samples),
+                # Correct samples, for pass@k: graded with the run's own task grader (NaN: no samples).
+                "n_correct": sum(grade(a, str(record.get("reference"))) for a in answers) if samples else math.nan,
+            }
+        )
+    return rows
+
+
+def _run_meta(
+    folder: Path, label: str, config: dict[str, Any], summary: dict[str, Any], first: dict[str, Any]
+) -> dict[str, Any]:
+    identity = config.get("identity") or {}
+    environment = config.get("environment") or {}
+    engine_env = environment.get("engine") or {}
+    ledger = first.get("ledger") or {}
+    # A run without config.json (copied results only) still says its budget in every ledger.
+    budget = identity.get("budget") or {"limit": ledger.get("budget"), "unit": ledger.get("unit", "tokens")}
+    limit = float(budget.get("limit") or math.nan)
+    unit = str(budget.get("unit") or "tokens")
+    task = identity.get("task") or {}
+    cross = summary.get("grader_cross_check") or {}
+    return {
+        "run": label,
+        "run_dir": str(folder),
+        "model": _model_name(identity.get("engine") or {}, engine_env),
+        "task": str(task.get("spec") or summary.get("task") or "?"),
+        "strategy": str(identity.get("strategy") or first.get("strategy") or "?"),
+        "params": _params_label(identity.get("params") or {}),
+        "budget": format_budget(limit=limit, unit=unit),
+        "budget_limit": limit,
+        "budget_unit": unit,
+        "seed": identity.get("seed"),
+        "hardware": identity.get("hardware"),
+        "grader": str(task.get("grading") or f"{task.get('name') or 'task'} grader"),
+        "ttscale_version": environment.get("ttscale_version"),
+        "vllm_version": engine_env.get("vllm_version"),
+        "torch_version": engine_env.get("torch_version"),
+        "python": environment.get("python"),
+        "created": config.get("created"),
+        "run_wall_seconds": float(summary.get("wall_seconds", math.nan)),
+        "grader_disagreement_rate": float(cross.get("rate", math.nan)),
+    }
+
+
+def format_budget(*, limit: float, unit: str) -> str:
+    """`1000, tokens` → `1k tokens`; `3e14, eflop` → `3e+14 eflop`."""
+    if not math.isfinite(limit):
+        return "?"
+    if unit == "tokens":
+        for size, suffix in ((1e6, "M"), (1e3, "k")):
+            if limit >= size and (limit / size) == int(limit / size):
+                return f"{int(limit / size)}{suffix} tokens"
+        return f"{int(limit)} tokens"
+    return f"{limit:.3g} {unit}"
+
+
+def _model_name(engine: dict[str, Any], engine_env: dict[str, Any]) -> str:
+    model = str(engine.get("model") or engine_env.get("model_path") or "?")
+    # A local folder reads better by its last part; "embedded" and hub ids stay as they are.
+    return Path(model).name if model.startswith(("/", "~", ".")) else model
+
+
+def _params_label(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if v is not None)
+
+
+def _labels(folders: list[Path]) -> dict[Path, str]:
+    """Short unique names: the folder name, with its parent's when two runs share a name."""
+    names = [f.name for f in folders]
+    out: dict[Path, str] = {}
+    for folder in folders:
+        label = folder.name if names.count(folder.name) == 1 else f"{folder.parent.name}/{folder.name}"
+        while label in out.values():
+            label += "'"
+        out[folder] = label
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunLoadError(f"cannot read {path}: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    """Finished problems, first record per id; a torn last line (a run still writing) is left out."""
+    from ttscale.storage import RunDir
+
+    try:
+        return RunDir(path.parent).records()
+    except OSError as exc:
+        raise RunLoadError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _sample_grader(identity: dict[str, Any]) -> Any:
+    """grade(answer, reference) with the run's task grader, cached; exact match if the task cannot load."""
+    task_info = identity.get("task") or {}
+    task = None
+    if task_info.get("spec"):
+        try:
+            from ttscale.evals.base import load_task
+
+            task = load_task(str(task_info["spec"]), **(task_info.get("options") or {}))
+        except Exception:  # a dataset absent on this machine: fall back rather than refuse to report
+            task = None
+    return _cached_grader(task)
+
+
+def _cached_grader(task: Any) -> Any:
+    from ttscale.types import Problem
+
+    @lru_cache(maxsize=65536)
+    def grade(answer: str | None, reference: str) -> bool:
+        if answer is None:
+            return False
+        if task is None:
+            return str(answer).strip() == reference.strip()
+        return bool(task.grade(str(answer), Problem(id="", question="", reference=reference)))
+
+    return grade
