@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "prepare": "ttscale.cli_run:register_prepare",
     "cost": "ttscale.cli_cost:register",
     "fit": "ttscale.cli_fit:register",
+    "report": "ttscale.cli_report:register",
 }
 
 EXIT_USAGE = 2
