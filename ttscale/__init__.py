@@ -23,6 +23,9 @@ STRATEGIES.register("dvts", "ttscale.strategies.dvts:dvts")
 STRATEGIES.register("rebase", "ttscale.strategies.rebase:rebase")
 STRATEGIES.register("astar", "ttscale.strategies.astar:astar", aliases=("a_star", "astar_decoding"))
 STRATEGIES.register("particle_filter", "ttscale.strategies.particle_filter:particle_filter", aliases=("pf",))
+STRATEGIES.register("ets", "ttscale.strategies.ets:ets", aliases=("efficient_tree_search",))
+STRATEGIES.register("genrm", "ttscale.strategies.genrm:genrm", aliases=("gen_rm",))
+STRATEGIES.register("adaptive", "ttscale.strategies.adaptive:adaptive", aliases=("compute_optimal",))
 
 TASKS = Registry("task", entry_point_group="ttscale.tasks")
 """Tasks: factories `(**options) -> Task` (see ttscale.evals.base)."""

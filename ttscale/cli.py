@@ -6,6 +6,7 @@ Bad input never shows a traceback: it prints one line on stderr and exits with c
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -20,9 +21,13 @@ SUBCOMMANDS: dict[str, str] = {
     "cost": "ttscale.cli_cost:register",
     "fit": "ttscale.cli_fit:register",
     "report": "ttscale.cli_report:register",
+    "sweep": "ttscale.cli_sweep:register",
+    "policy": "ttscale.cli_sweep:register_policy",
 }
 
 EXIT_USAGE = 2
+#: OS errors that name a path the user gave and cannot use (the rest, like a full disk, exit 1).
+_USER_FIXABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR})
 
 
 class UsageError(Exception):
@@ -70,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ttscale: interrupted (finished problems are saved; continue with --resume DIR)", file=sys.stderr
         )
         return 130
+    except OSError as exc:  # disk full, permission denied, read-only file system: the file and the reason
+        reason = exc.strerror or str(exc)
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) not in reason else ""
+        print(f"ttscale: error: {' '.join(reason.split())}{where}", file=sys.stderr)
+        return EXIT_USAGE if exc.errno in _USER_FIXABLE else 1
     except Exception as exc:
         if os.environ.get("TTSCALE_DEBUG"):
             raise
@@ -86,4 +96,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m ttscale.cli` runs this file as __main__: take main() from ttscale.cli, whose
+    # UsageError is the one the subcommands raise (this module's copy would not catch it: exit 1).
+    from ttscale.cli import main as _main
+
+    sys.exit(_main())

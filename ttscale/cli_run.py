@@ -10,12 +10,36 @@ from dataclasses import fields, replace
 from typing import Any
 
 from ttscale.cli import UsageError
-from ttscale.engine.base import EngineConfig
+from ttscale.distributed import DistributedConfig, DistributedError
+from ttscale.engine.base import EngineConfig, EngineFatalError
+from ttscale.engine.openai import OpenAIConfig
 from ttscale.registry import UnknownNameError
-from ttscale.runner import RunSpec, check_resume, default_out, execute, prepare, write_config
-from ttscale.storage import RunDir
+from ttscale.runner import (
+    Prepared,
+    RunSpec,
+    check_resume,
+    default_out,
+    execute,
+    prepare,
+    record_engine,
+    write_config,
+)
+from ttscale.storage import RunDir, StorageError
 
 _ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
+#: --backend openai settings (OpenAIConfig fields besides base_url and model).
+_SERVER_FLAGS = {
+    "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
+    "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
+    "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
+    "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
+    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429 or 5xx (default 6)"),
+}
+#: Ray settings (DistributedConfig fields besides workers and address).
+_RAY_FLAGS = {
+    "cpus_per_worker": (float, "CPUs Ray reserves for each worker (default 1)"),
+    "gpus_per_worker": (float, "GPUs Ray reserves for each worker (default: the engine's GPUs on a GPU cluster)"),
+}
 
 
 def register(sub: Any) -> None:
@@ -36,6 +60,13 @@ def register(sub: Any) -> None:
     p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
     for flag, kind in _ENGINE_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
+    p.add_argument("--workers", type=int, help="spread problems over N Ray workers, one engine each")
+    p.add_argument("--ray-address", help="run the workers on an existing Ray cluster (e.g. ray://host:10001)")
+    p.add_argument("--backend", choices=("vllm", "openai"), help="vllm (default) or openai: a served model")
+    p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1")
+    for flag, (kind, text) in {**_SERVER_FLAGS, **_RAY_FLAGS}.items():
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=cmd_run)
@@ -55,6 +86,10 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
     """The spec from flags; with --resume, from the stored run, flags given on top (and then compared)."""
     from ttscale.params import parse_assignments
 
+    if args.config:
+        from ttscale.cli_config import apply_config_file
+
+        apply_config_file(args)
     if args.resume:
         run_dir = RunDir(args.resume)
         stored = run_dir.read_config().get("spec") or {}
@@ -75,11 +110,11 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ttscale.engine import start_engine
     from ttscale.summary import format_table
 
     try:
         spec, run_dir, resuming = build_spec(args)
+        distributed = _distributed(args, spec)
         prepared = prepare(spec)
         if resuming:
             check_resume(run_dir, prepared)
@@ -89,24 +124,84 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
     except (ValueError, UnknownNameError) as exc:
         raise UsageError(f"run: {exc}") from None
-
-    async def main() -> dict[str, Any]:
-        with run_dir.open_for_writing():
-            engine = await start_engine(spec.engine)
-            try:
-                if not resuming:
-                    write_config(run_dir, prepared, engine)
-                return await execute(prepared, engine, run_dir, progress=not args.no_progress)
-            finally:
-                await engine.close()
+    except RecursionError:
+        raise UsageError("run: an input file is nested too deeply to read") from None
 
     try:
-        summary = asyncio.run(main())
-    except ValueError as exc:  # run-directory problems found when taking the lock
+        summary = asyncio.run(_run(prepared, run_dir, resuming=resuming, distributed=distributed, args=args))
+    except ValueError as exc:  # a run directory that cannot be used (held by another run, edited by hand)
         raise UsageError(str(exc)) from None
+    except (EngineFatalError, DistributedError) as exc:  # the server or the cluster gave out: say what is kept
+        raise UsageError(f"{exc}{_saved_hint(run_dir)}") from None
+    except StorageError as exc:  # disk full, permissions: say what is kept and how to go on
+        raise StorageError(exc.errno, f"{exc.strerror}{_saved_hint(run_dir)}") from None
     print(json.dumps(summary, indent=2) if args.json else format_table(summary))
     print(f"results: {run_dir.path}", file=sys.stderr)
     return 0
+
+
+async def _run(
+    prepared: Prepared,
+    run_dir: RunDir,
+    *,
+    resuming: bool,
+    distributed: DistributedConfig | None,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    from ttscale.engine import start_engine
+
+    progress = not args.no_progress
+    created = not run_dir.path.exists()
+    with run_dir.open_for_writing():
+        if not resuming:  # before the engine starts: a run killed while it starts can be resumed
+            write_config(run_dir, prepared)
+        try:
+            if distributed is not None:
+                from ttscale.distributed import run_distributed
+
+                summary, engines = await run_distributed(prepared, run_dir, distributed, progress=progress)
+                if not resuming:
+                    record_engine(run_dir, {"workers": engines})
+                return summary
+            engine = await start_engine(prepared.spec.engine_config())
+            try:
+                if not resuming:
+                    record_engine(run_dir, engine.describe())
+                return await execute(prepared, engine, run_dir, progress=progress)
+            finally:
+                await engine.close()
+        except BaseException:
+            if not resuming and not run_dir.records():
+                # A new run that finished nothing leaves nothing behind, so the same --out works again.
+                run_dir.discard(remove_dir=created)
+            raise
+
+
+def _saved_hint(run_dir: RunDir) -> str:
+    try:
+        saved = len(run_dir.records())
+    except (OSError, ValueError):
+        return ""
+    return f"; {saved} finished problems are saved: continue with --resume {run_dir.path}" if saved else ""
+
+
+def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig | None:
+    """The Ray settings, when --workers or --ray-address asks for workers."""
+    ray_flags = [f for f in _RAY_FLAGS if getattr(args, f, None) is not None]
+    if args.workers is None and args.ray_address is None:
+        if ray_flags:
+            raise UsageError(f"run: --{ray_flags[0].replace('_', '-')} applies with --workers or --ray-address")
+        return None
+    if spec.backend != "vllm":
+        raise UsageError("run: --workers and --ray-address start vLLM engines; they do not apply to --backend openai")
+    try:
+        return DistributedConfig(
+            workers=args.workers,
+            address=args.ray_address,
+            **{f: getattr(args, f) for f in ray_flags},
+        )
+    except ValueError as exc:
+        raise UsageError(f"run: {exc}") from None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -148,25 +243,48 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
         if getattr(args, name, None) is not None:
             task_options[name] = getattr(args, name)
     engine_changes = {k: getattr(args, k) for k in _ENGINE_FLAGS if getattr(args, k, None) is not None}
-    if args.model is not None:
+    backend = args.backend or spec.backend
+    if args.model is not None and backend == "vllm":
         engine_changes["model"] = args.model
     if args.seed is not None:
         engine_changes["seed"] = args.seed
     try:
         engine = replace(spec.engine, **engine_changes)
-        return replace(spec, **changes, task_options=task_options, engine=engine)
+        server = _server(spec, args) if backend == "openai" else None
+        if backend == "vllm":
+            given = [f for f in ("base_url", *_SERVER_FLAGS) if getattr(args, f, None) is not None]
+            if given:
+                raise UsageError(f"run: --{given[0].replace('_', '-')} applies to --backend openai only")
+        return replace(spec, **changes, task_options=task_options, engine=engine, backend=backend, server=server)
     except ValueError as exc:
         raise UsageError(f"run: {exc}") from None
+
+
+def _server(spec: RunSpec, args: argparse.Namespace) -> OpenAIConfig:
+    """The --backend openai settings: the stored ones (on resume) with the flags given on top."""
+    values: dict[str, Any] = {k: v for k, v in vars(spec.server).items()} if spec.server is not None else {}
+    values.update({f: getattr(args, f) for f in ("base_url", *_SERVER_FLAGS) if getattr(args, f, None) is not None})
+    if args.model is not None:
+        values["model"] = args.model
+    if not values.get("base_url"):
+        raise UsageError("run: --backend openai needs --base-url URL (the server's API root)")
+    if not values.get("model"):
+        raise UsageError("run: --backend openai needs --model NAME (the name the server serves the model under)")
+    return OpenAIConfig(**values)
 
 
 def _spec_from_dict(data: dict[str, Any]) -> RunSpec:
     known = {f.name for f in fields(RunSpec)}
     values = {k: v for k, v in data.items() if k in known}
     engine = values.pop("engine", None) or {}
+    server = values.pop("server", None)
     engine_known = {f.name for f in fields(EngineConfig)}
+    server_known = {f.name for f in fields(OpenAIConfig)}
     try:
+        if isinstance(server, dict):
+            values["server"] = OpenAIConfig(**{k: v for k, v in server.items() if k in server_known})
         return RunSpec(**values, engine=EngineConfig(**{k: v for k, v in engine.items() if k in engine_known}))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"run: the stored config cannot be read back: {exc}") from None
 
 

@@ -8,21 +8,30 @@ loses nothing and `resume` redoes only what was unfinished.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import platform
+import re
 import sys
 import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ttscale.budget import Budget, BudgetError, CostMeter, Costing, Ledger
+from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
-from ttscale.engine.base import Engine, EngineConfig
+from ttscale.engine.base import Engine, EngineConfig, Prompt, is_fatal
+from ttscale.engine.openai import OpenAIConfig
+from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
 from ttscale.storage import CONFIG, SUMMARY, RunDir, RunDirError
 from ttscale.summary import summarize
-from ttscale.types import Answer, Problem, RunRecord
+from ttscale.types import Answer, Generation, Problem, RunRecord, SamplingParams
+
+Solver = Callable[[Problem], Awaitable[dict[str, Any]]]
+"""Solves one problem and returns its results.jsonl record (in this process, or on a Ray worker)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,12 +58,32 @@ class RunSpec:
     """Problems in flight at once (the engine batches their requests)."""
     hardware: str = "B200"
     """Hardware profile that prices FLOPs and eFLOPs (budgets in those units, and every run's record)."""
+    backend: str = "vllm"
+    """`vllm`: an engine in this process (or one per Ray worker); `openai`: a served model, see `server`."""
+    server: OpenAIConfig | None = None
+    """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be ≥ 1, got {self.limit}")
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
+        if self.backend not in ("vllm", "openai"):
+            raise ValueError(f"backend must be vllm or openai, got {self.backend!r}")
+        if self.backend == "openai" and self.server is None:
+            raise ValueError("backend openai needs a server: give --base-url URL and --model NAME")
+        if self.backend == "vllm" and self.server is not None:
+            raise ValueError("--base-url applies to --backend openai only")
+
+    def engine_config(self) -> EngineConfig | OpenAIConfig:
+        """What `start_engine` starts for this run."""
+        return self.server if self.server is not None else self.engine
+
+    def model_ref(self) -> str:
+        """The local model (folder, hub id or `embedded`) whose tokenizer and shape this run uses."""
+        if self.server is not None:
+            return self.server.tokenizer or self.server.model
+        return self.engine.model
 
 
 @dataclass
@@ -84,8 +113,15 @@ class Prepared:
             "limit": self.spec.limit,
             "seed": self.spec.seed,
             "hardware": self.spec.hardware,
-            "engine": self.spec.engine.to_dict(),
+            "engine": self.engine_identity(),
         }
+
+    def engine_identity(self) -> dict[str, Any]:
+        server = self.spec.server
+        if server is None:
+            return self.spec.engine.to_dict()
+        # The server's address is left out: a run may resume against the same model served elsewhere.
+        return {"backend": "openai", "model": server.model, "tokenizer": self.spec.model_ref(), "seed": self.spec.seed}
 
 
 def prepare(spec: RunSpec) -> Prepared:
@@ -104,7 +140,13 @@ def prepare(spec: RunSpec) -> Prepared:
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")
     # A missing model fails here, before any engine or run directory exists.
-    meters = build_meters(budget, resolve_model(spec.engine.model), hardware=spec.hardware)
+    try:
+        model_path = resolve_model(spec.model_ref())
+    except ModelError as exc:
+        if spec.server is None:
+            raise
+        raise ModelError(f"{exc} (the openai backend needs the model's tokenizer here: give --tokenizer)") from None
+    meters = build_meters(budget, model_path, hardware=spec.hardware)
     return Prepared(spec, name, fn, params, budget, task, problems, meters)
 
 
@@ -127,7 +169,12 @@ def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
         return Meters(budget=None, costing=None)
     from ttscale.cost.meter import eflop_meter
 
-    config = json.loads(config_file.read_text())
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ModelError(f"cannot read the model's {config_file}: {exc}") from None
+    if not isinstance(config, dict):
+        raise ModelError(f"the model's {config_file} is not a JSON object")
     meter = None if budget.unit == "tokens" else budget.meter(model_config=config, hardware=hardware)
     return Meters(budget=meter, costing=eflop_meter(model_config=config, hardware=hardware))
 
@@ -145,22 +192,38 @@ def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
 
 
 async def execute(prepared: Prepared, engine: Engine, run_dir: RunDir, *, progress: bool = True) -> dict[str, Any]:
-    """Run every unfinished problem, append its record as it finishes, and write summary.json."""
+    """Run every unfinished problem on `engine`, append its record as it finishes, and write summary.json."""
+
+    async def solver(problem: Problem) -> dict[str, Any]:
+        return (await solve(prepared, engine, problem)).to_json()
+
+    return await run_problems(prepared, run_dir, solver, concurrency=prepared.spec.concurrency, progress=progress)
+
+
+async def run_problems(
+    prepared: Prepared, run_dir: RunDir, solver: Solver, *, concurrency: int, progress: bool = True
+) -> dict[str, Any]:
+    """Solve the unfinished problems, at most `concurrency` at once; this process alone appends their records."""
     spec = prepared.spec
     todo = [p for p in prepared.problems if p.id not in run_dir.finished_ids()]
-    semaphore = asyncio.Semaphore(spec.concurrency)
+    semaphore = asyncio.Semaphore(concurrency)
     bar = _progress_bar(len(prepared.problems), len(prepared.problems) - len(todo), enabled=progress)
     started = time.perf_counter()
 
     async def one(problem: Problem) -> None:
         async with semaphore:
-            record = await solve(prepared, engine, problem)
-        run_dir.append(record.to_json())
+            record = await solver(problem)
+        run_dir.append(record)
         bar.update(1)
 
+    tasks = [asyncio.ensure_future(one(p)) for p in todo]
     try:
-        await asyncio.gather(*(one(p) for p in todo))
+        await asyncio.gather(*tasks)
     finally:
+        # A fatal error leaves the other problems running: stop them before the run directory closes.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         bar.close()
     wanted = {p.id for p in prepared.problems}
     records = [r for r in run_dir.records() if r.get("id") in wanted]
@@ -176,17 +239,27 @@ async def execute(prepared: Prepared, engine: Engine, run_dir: RunDir, *, progre
 
 
 async def solve(prepared: Prepared, engine: Engine, problem: Problem) -> RunRecord:
-    """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run."""
+    """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run.
+
+    An engine that is gone (`is_fatal`) stops the run instead: recorded, the problem would count as finished.
+    """
     ledger = prepared.ledger()
-    ctx = Context(problem=problem, task=prepared.task, engine=engine, ledger=ledger)
+    seeded = ProblemEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id)
+    ctx = Context(problem=problem, task=prepared.task, engine=seeded, ledger=ledger)
     started = time.perf_counter()
     error = None
     try:
+        _check_fits(problem, engine)
         answer: Answer = await prepared.strategy(problem, ctx, prepared.params)
     except Exception as exc:  # one bad problem must not sink a long run
-        answer, error = Answer(prediction=None), f"{type(exc).__name__}: {exc}"
-    # Grading may meet hostile model output; keep it off the event loop so the engine keeps streaming.
-    correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
+        if is_fatal(exc):
+            raise
+        answer, error = Answer(prediction=None), f"{type(exc).__name__}: {_one_line(exc)}"
+    try:
+        # Grading may meet hostile model output; keep it off the event loop so the engine keeps streaming.
+        correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
+    except Exception as exc:  # a grader that chokes on an answer marks it wrong, with the reason
+        correct, error = False, error or f"grading failed: {type(exc).__name__}: {_one_line(exc)}"
     ledger.extra["wall_seconds"] = round(time.perf_counter() - started, 4)
     return RunRecord(
         id=problem.id,
@@ -202,24 +275,113 @@ async def solve(prepared: Prepared, engine: Engine, problem: Problem) -> RunReco
     )
 
 
-def write_config(run_dir: RunDir, prepared: Prepared, engine: Engine, argv: list[str] | None = None) -> None:
+#: No tokenizer packs more characters than this into one token on average (long runs of one
+#: character merge to 16 or so); a question longer than max_model_len × this cannot fit.
+_MAX_CHARS_PER_TOKEN = 100
+
+
+def _check_fits(problem: Problem, engine: Engine) -> None:
+    """Refuse a question that cannot fit the engine before tokenizing it: 100 MB of text takes minutes."""
+    limit = getattr(getattr(engine, "config", None), "max_model_len", None)
+    if isinstance(limit, int) and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:
+        raise ValueError(
+            f"the question has {len(problem.question):,} characters: too long for any prompt "
+            f"of max_model_len={limit} tokens"
+        )
+
+
+class ProblemEngine:
+    """The engine as one problem sees it: each request carries a seed of its own.
+
+    The seed hashes the run seed, the problem id, the request (prompt and sampling parameters) and
+    how many identical requests this problem made before. It does not depend on which engine serves
+    the problem, what else that engine batches, or in which order concurrent requests arrive, so a
+    problem's samples are the same with 1 worker or 8 and when a dead worker's problem is redone.
+    """
+
+    def __init__(self, engine: Engine, *, run_seed: int, problem_id: str) -> None:
+        self._engine = engine
+        self._prefix = f"{run_seed}\x00{problem_id}\x00".encode()
+        self._seen: Counter[bytes] = Counter()
+
+    async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
+        if seed is None:
+            seed = self.seed_for(prompt, params)
+        return await self._engine.generate(prompt, params, seed=seed)
+
+    def seed_for(self, prompt: Prompt, params: SamplingParams) -> int:
+        """The next request's seed (counts it: the same request asked again gets a fresh seed)."""
+        if isinstance(prompt, str):
+            body = prompt.encode("utf-8", "surrogatepass")
+        else:
+            body = ",".join(map(str, prompt)).encode()
+        key = hashlib.blake2b(body + repr(params).encode(), digest_size=16).digest()
+        occurrence = self._seen[key]
+        self._seen[key] += 1
+        digest = hashlib.blake2b(self._prefix + key + str(occurrence).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % 2**31  # 31 bits: every server's seed field takes it
+
+    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
+        return self._engine.chat_prompt(messages, add_generation_prompt=add_generation_prompt)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._engine.tokenize(text)
+
+    def detokenize(self, token_ids: Sequence[int]) -> str:
+        return self._engine.detokenize(token_ids)
+
+    def describe(self) -> dict[str, Any]:
+        return self._engine.describe()
+
+    async def close(self) -> None:
+        """The problem does not own the engine: closing its view closes nothing."""
+
+    def __getattr__(self, name: str) -> Any:  # backend extras (config, token_scores, ...)
+        return getattr(self._engine, name)
+
+
+def write_config(
+    run_dir: RunDir, prepared: Prepared, engine: Engine | dict[str, Any] | None = None, argv: list[str] | None = None
+) -> None:
+    """Write config.json. Called before the engine starts (engine None), so a run killed while its
+    engine starts can already be resumed; `record_engine` adds the engine's description once it runs."""
     from ttscale import __version__
 
+    spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
+    if prepared.spec.server is not None:  # never a user:password from the URL
+        spec["server"]["base_url"] = prepared.spec.server.public_url()
+    info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
     run_dir.write_json(
         CONFIG,
         {
             "identity": json.loads(json.dumps(prepared.identity(), default=str)),
-            "spec": json.loads(json.dumps(asdict(prepared.spec), default=str)),
+            "spec": spec,
             "environment": {
                 "ttscale_version": __version__,
                 "python": platform.python_version(),
                 "platform": platform.platform(),
-                "engine": engine.describe(),
+                "engine": info,
             },
-            "command": argv if argv is not None else sys.argv,
+            "command": _redact_argv(argv if argv is not None else sys.argv),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         },
     )
+
+
+def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
+    """Add the started engine's description (versions, settings) to config.json."""
+    config = run_dir.read_config()
+    config.setdefault("environment", {})["engine"] = info
+    run_dir.write_json(CONFIG, config)
+
+
+def _redact_argv(argv: Sequence[str]) -> list[str]:
+    """The command line with any user:password in a URL masked."""
+    return [re.sub(r"(?<=://)[^/@\s]*@", "***@", str(arg)) for arg in argv]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:1000]
 
 
 def default_out(spec: RunSpec) -> Path:

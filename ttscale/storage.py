@@ -2,7 +2,9 @@
 
 Crash safety: each result line is written whole, flushed and fsynced before the next problem
 is reported done, so a `kill -9` loses at most the line being written. A torn last line is
-cut off on resume. A lock file refuses a second process writing the same directory.
+cut off on resume; a bad line anywhere else is someone else's edit and is refused, never cut.
+A lock file refuses a second process writing the same directory. A write that fails (disk
+full, permissions) is rolled back to the last whole line and raised as a one-line `StorageError`.
 """
 
 from __future__ import annotations
@@ -26,11 +28,23 @@ class RunDirError(ValueError):
     """A run directory that cannot be used as asked (held by another run, not a run, unreadable)."""
 
 
+class StorageError(OSError):
+    """Reading or writing a run file failed (disk full, permission denied, read-only file system)."""
+
+
+def storage_error(exc: OSError, path: Path, doing: str) -> StorageError:
+    """`exc` as one line that names the file and the reason."""
+    reason = exc.strerror or type(exc).__name__
+    return StorageError(exc.errno or 0, f"cannot {doing} {path}: {reason}")
+
+
 class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock: IO[str] | None = None
-        self._results: IO[str] | None = None
+        self._results: IO[bytes] | None = None
+        self._size = 0
+        """Bytes of whole lines in results.jsonl: a failed append is cut back to it."""
 
     # -- ownership ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -48,15 +62,35 @@ class RunDir:
             raise RunDirError(
                 f"another ttscale run is writing {str(self.path)!r}; wait for it or use another --out"
             ) from None
+        except OSError as exc:
+            self._lock.close()
+            raise storage_error(exc, self.path / _LOCK, "lock") from None
         try:
             self._repair_results()
-            self._results = open(self.path / RESULTS, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
+            try:
+                self._results = open(self.path / RESULTS, "ab")  # noqa: SIM115 - closed in finally
+                self._size = self._results.seek(0, os.SEEK_END)
+            except OSError as exc:
+                raise storage_error(exc, self.path / RESULTS, "open") from None
             yield self
         finally:
             if self._results:
-                self._results.close()
+                with contextlib.suppress(OSError):  # nothing is left unflushed: every append fsyncs
+                    self._results.close()
+                self._results = None
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
+
+    def discard(self, *, remove_dir: bool = False) -> None:
+        """Remove the files of a run that finished no problem (never one that did)."""
+        if self.records():
+            raise RunDirError(f"{str(self.path)!r} holds finished problems; it is not discarded")
+        for name in (RESULTS, CONFIG, SUMMARY, _LOCK):
+            with contextlib.suppress(OSError):
+                (self.path / name).unlink()
+        if remove_dir:
+            with contextlib.suppress(OSError):
+                self.path.rmdir()  # only when empty
 
     # -- files ----------------------------------------------------------------------------------
     def has_results(self) -> bool:
@@ -75,25 +109,38 @@ class RunDir:
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write atomically: a reader sees the old file or the new one, never half of one."""
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
+        text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+        tmp = None
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2, sort_keys=True, default=str)
-                handle.write("\n")
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(_utf8(text, data, indent=2, sort_keys=True))
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path / name)
+        except OSError as exc:
+            raise storage_error(exc, self.path / name, "write") from None
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one result line and make it durable before returning."""
         if self._results is None:
             raise RuntimeError("RunDir.append outside open_for_writing()")
-        self._results.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self._results.flush()
-        os.fsync(self._results.fileno())
+        data = _utf8(json.dumps(record, ensure_ascii=False, default=str) + "\n", record)
+        try:
+            self._results.write(data)
+            self._results.flush()
+            os.fsync(self._results.fileno())
+        except OSError as exc:
+            # Part of the line may have reached the file: cut it off, or the next append would glue
+            # onto it and turn a good record into a bad middle line.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._results.fileno(), self._size)
+            raise storage_error(exc, self.path / RESULTS, "append to") from None
+        self._size += len(data)
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored)."""
@@ -107,24 +154,29 @@ class RunDir:
 
     # -- internals ------------------------------------------------------------------------------
     def _read_lines(self) -> tuple[list[dict[str, Any]], int]:
-        """Parsed complete lines and the byte length they span (anything after is a torn write)."""
+        """Parsed complete lines and the byte length they span (a bad last line is a torn write)."""
         path = self.path / RESULTS
         if not path.is_file():
             return [], 0
         records: list[dict[str, Any]] = []
         good = 0
-        with open(path, "rb") as handle:
-            for raw in handle:
-                if not raw.endswith(b"\n"):
-                    break  # torn: the process died inside this write
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    break
-                if not isinstance(record, dict):
-                    break
-                records.append(record)
-                good += len(raw)
+        bad_line = 0
+        try:
+            with open(path, "rb") as handle:
+                for number, raw in enumerate(handle, start=1):
+                    if bad_line:  # a bad line with more after it: not a torn write
+                        raise RunDirError(
+                            f"{path}:{bad_line} is not a whole JSON record, and more lines follow it; "
+                            "it was not written by ttscale: fix or delete that line"
+                        )
+                    record = _parse_line(raw)
+                    if record is None:
+                        bad_line = number
+                        continue
+                    records.append(record)
+                    good += len(raw)
+        except OSError as exc:
+            raise storage_error(exc, path, "read") from None
         return records, good
 
     def _repair_results(self) -> None:
@@ -132,6 +184,30 @@ class RunDir:
         if not path.is_file():
             return
         _, good = self._read_lines()
-        if good < path.stat().st_size:
-            with open(path, "r+b") as handle:
-                handle.truncate(good)
+        try:
+            if good < path.stat().st_size:
+                with open(path, "r+b") as handle:
+                    handle.truncate(good)
+        except OSError as exc:
+            raise storage_error(exc, path, "repair") from None
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    """A whole record line, or None (torn: no newline, not JSON, not an object)."""
+    if not raw.endswith(b"\n"):
+        return None  # the process died inside this write
+    try:
+        record = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _utf8(text: str, data: Any, **dump: Any) -> bytes:
+    """`text` as UTF-8; text holding lone surrogates (a model's broken bytes) is written with JSON
+    escapes instead, which read back to the same string (UTF-8 cannot carry them at all)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        newline = "\n" if text.endswith("\n") else ""
+        return (json.dumps(data, ensure_ascii=True, default=str, **dump) + newline).encode("ascii")

@@ -16,25 +16,34 @@ The script, one step per "\\n\\n": optionally "We need E." first; then "E = v'" 
 right with probability `p_correct` (else off by a small amount); sometimes a "Check: E = v''"
 step; then "The answer is <last stated value>." and EOS. So a verifier that checks equations
 can steer a search to the right answer, and one that cannot leaves it at chance.
+
+A judgement (a request for ONE token with top log-probs, as model judges send) is answered "Y"
+or "N" with P("Y") = `p_judge` when the last value the user's message states after the problem
+(a proposed solution's `= v` or `answer is v`) is right, 1 − `p_judge` when it is wrong, and 0.5
+when it states none; a generated verification chain before the verdict does not change it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 from ttscale.verifiers.safe_eval import safe_eval
 
-from ttscale.types import Completion, Generation, SamplingParams
+if TYPE_CHECKING:
+    from ttscale.context import Context
 
 EOS = 2
 _OFFSET = 3
 _USER, _ASSISTANT = "<|user|>", "<|assistant|>"
 _EXPRESSION = re.compile(r"Calculate (.+?)\. Give")
 _STATED = re.compile(r"=\s*(-?\d+)")
+_PROPOSED = re.compile(r"(?:=|answer is)\s*(-?\d+)")
 
 
 class SimulatedArithmeticPolicy:
@@ -47,10 +56,12 @@ class SimulatedArithmeticPolicy:
         p_correct: float = 0.5,
         p_intro: float = 0.3,
         p_recheck: float = 0.15,
+        p_judge: float = 0.9,
         block_size: int = 32,
     ) -> None:
         self.rng = random.Random(seed)
         self.p_correct, self.p_intro, self.p_recheck = p_correct, p_intro, p_recheck
+        self.p_judge = p_judge
         self.block_size = block_size
         self.requests: list[dict[str, Any]] = []
         """One entry per request: prompt ids, n, max_tokens, stop, cached tokens."""
@@ -61,8 +72,9 @@ class SimulatedArithmeticPolicy:
         self._blocks: set[tuple[int, ...]] = set()
 
     # -- Engine protocol --------------------------------------------------------------------------
-    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
-        return self.tokenize("".join(_USER + m["content"] for m in messages) + _ASSISTANT)
+    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
+        text = "".join(_USER + m["content"] for m in messages)
+        return self.tokenize(text + _ASSISTANT if add_generation_prompt else text)
 
     def tokenize(self, text: str) -> list[int]:
         return [ord(c) + _OFFSET for c in text]
@@ -76,7 +88,8 @@ class SimulatedArithmeticPolicy:
     async def close(self) -> None:
         return None
 
-    async def generate(self, prompt: Any, params: SamplingParams) -> Generation:
+    async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
+        # `seed` is the Engine protocol's per-request seed; the script draws from the policy's own seeded RNG.
         ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
@@ -89,7 +102,10 @@ class SimulatedArithmeticPolicy:
         match = _EXPRESSION.search(question)
         expression = match.group(1) if match else "1 + 1"
         value = int(safe_eval(expression))
-        completions = tuple(self._sample(expression, value, reply, params) for _ in range(params.n))
+        if params.max_tokens == 1 and params.logprobs:
+            completions: tuple[Completion, ...] = (self._judge(question, expression, value),) * params.n
+        else:
+            completions = tuple(self._sample(expression, value, reply, params) for _ in range(params.n))
         cached = self._cached(ids)
         for c in completions:
             self._remember([*ids, *c.token_ids])
@@ -126,7 +142,8 @@ class SimulatedArithmeticPolicy:
         stops = [(out.find(s), s) for s in params.stop if s in out]
         if stops:
             at, stop = min(stops)
-            text, tokens, reason = out[:at], tokens[: at + len(stop)], "stop"
+            reason: FinishReason = "stop"
+            text, tokens = out[:at], tokens[: at + len(stop)]
         else:
             text, reason = out, "stop" if done else "length"
         if len(tokens) > params.max_tokens:
@@ -139,6 +156,17 @@ class SimulatedArithmeticPolicy:
             else None
         )
         return Completion(text=text, token_ids=tuple(tokens), logprobs=logprobs, top_logprobs=top, finish_reason=reason)
+
+    def _judge(self, question: str, expression: str, value: int) -> Completion:
+        proposal = question.split(expression, 1)[-1]  # what the user's message says after the problem
+        stated = _PROPOSED.findall(proposal)
+        p_yes = 0.5 if not stated else self.p_judge if int(stated[-1]) == value else 1 - self.p_judge
+        p_yes = min(max(p_yes, 1e-6), 1 - 1e-6)
+        top = {"Y": math.log(p_yes), "N": math.log(1 - p_yes)}
+        verdict = "Y" if p_yes >= 0.5 else "N"
+        return Completion(
+            text=verdict, token_ids=tuple(self.tokenize(verdict)), logprobs=(top[verdict],), top_logprobs=(top,)
+        )
 
     # -- prefix cache -----------------------------------------------------------------------------
     def _cached(self, ids: list[int]) -> int:
@@ -154,12 +182,13 @@ class SimulatedArithmeticPolicy:
             self._blocks.add(tuple(ids[:end]))
 
 
-def make_context(policy: SimulatedArithmeticPolicy, budget: str | float, *, problem_index: int = 0, task: Any = None):  # type: ignore[no-untyped-def]
+def make_context(
+    policy: SimulatedArithmeticPolicy, budget: str | float, *, problem_index: int = 0, task: Any = None
+) -> Context:
     """A Context for one arithmetic problem whose engine is the simulated policy."""
-    from ttscale.evals.arithmetic import ArithmeticTask
-
     from ttscale.budget import Budget, Ledger
     from ttscale.context import Context
+    from ttscale.evals.arithmetic import ArithmeticTask
 
     task = task or ArithmeticTask(levels=(1, 2, 3), per_level=20)
     problem = task.problems()[problem_index]

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from simulator import SimulatedArithmeticPolicy, make_context
+
+from ttscale import VERIFIERS
 from ttscale.verifiers.arithmetic import ArithmeticVerifier
 from ttscale.verifiers.base import Verifier
 from ttscale.verifiers.noisy_oracle import NoisyOracle
-
-from ttscale import VERIFIERS
 
 
 def ctx_for(index: int = 0) -> Any:

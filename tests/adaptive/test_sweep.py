@@ -1,0 +1,179 @@
+"""Sweeps: derived budgets equal direct runs, the directory flow, resume, and the CLI's refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sim import GenRMReplayEngine, PoolReplayEngine, SeededSimulator, engine_config, prepared_for
+
+from ttscale.cli import main
+from ttscale.cli_sweep import learn_from_sweep, load_results, outcomes
+from ttscale.policy import LearnOptions
+from ttscale.runner import solve
+from ttscale.storage import RESULTS, SUMMARY
+from ttscale.sweep import GridEntry, SweepSpec, cell_dir, create_sweep, derive_record, run_sweep
+
+ANSWERS = ["7", "8", "9", None]
+LEDGER_KEYS = ("spent", "generated_tokens", "samples", "calls", "prompt_tokens", "capped_requests",
+               "refused_requests")
+
+
+def text(answer: str | None) -> str:
+    return "I am not sure." if answer is None else f"The answer is {answer}."
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    strategy=st.sampled_from(["best_of_n", "self_consistency", "self_consistency verifier=arithmetic"]),
+    max_tokens=st.integers(4, 40),
+    small=st.integers(1, 400),
+    extra=st.integers(1, 600),
+    n=st.one_of(st.none(), st.integers(1, 12)),
+    refill=st.booleans(),
+    pool=st.lists(st.tuples(st.integers(1, 40), st.sampled_from(ANSWERS), st.floats(-3, 0)), min_size=1,
+                  max_size=150),
+)
+def test_a_derived_budget_is_exactly_what_a_run_at_that_budget_sees(
+    strategy: str, max_tokens: int, small: int, extra: int, n: int | None, refill: bool,
+    pool: list[tuple[int, str | None, float]],
+) -> None:
+    """A run draws the pool's samples in order (PoolReplayEngine): the derivation must agree with it exactly."""
+    name, *rest = strategy.split()
+    params: dict[str, Any] = dict(item.split("=") for item in rest)
+    params |= {"max_tokens": str(max_tokens), "refill": str(refill and n is None).lower()}
+    if n is not None:
+        params["n"] = str(n)
+    samples = [(length, text(a), lp) for length, a, lp in pool]
+    big, low = prepared_for(name, small + extra, params=params), prepared_for(name, small, params=params)
+    problem = big.problems[0]
+    source = asyncio.run(solve(big, PoolReplayEngine(samples), problem)).to_json()
+    derived = derive_record(low, problem, source, source_id="source-cell")
+    engine = PoolReplayEngine(samples)
+    direct = asyncio.run(solve(low, engine, problem)).to_json()
+    if isinstance(derived, str):
+        # Refused only when the run saw what the stored pool cannot give: truncated samples, or more of them.
+        truncated = any(r.max_tokens < max_tokens for r in engine.requests)
+        assert truncated or sum(r.n for r in engine.requests) > len(source["samples"]), derived
+        return
+    assert derived["info"].pop("derived_from") == "source-cell"
+    for key in ("prediction", "correct", "samples", "info", "level", "reference"):
+        assert derived[key] == direct[key], key
+    for key in LEDGER_KEYS:
+        assert derived["ledger"][key] == direct["ledger"][key], key
+    assert derived["ledger"]["spent"] <= small
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small=st.integers(40, 900), extra=st.integers(1, 900), verifications=st.integers(1, 3),
+       select=st.sampled_from(["best", "weighted"]),
+       pool=st.lists(st.tuples(st.integers(1, 40), st.sampled_from(ANSWERS), st.just(-1.0)), min_size=1,
+                     max_size=60))
+def test_a_derived_genrm_budget_is_what_a_run_at_that_budget_sees(
+    small: int, extra: int, verifications: int, select: str, pool: list[tuple[int, str | None, float]]
+) -> None:
+    """GenRM with V fixed: the first S_b solutions and their verdicts; with equal chains, prorated tokens are exact."""
+    params = {"max_tokens": "40", "verifications": str(verifications), "verify_tokens": "16", "select": select}
+    samples = [(length, text(a), lp) for length, a, lp in pool]
+    big, low = prepared_for("genrm", small + extra, params=params), prepared_for("genrm", small, params=params)
+    problem = big.problems[0]
+    source = asyncio.run(solve(big, GenRMReplayEngine(samples), problem)).to_json()
+    assert source["error"] is None, source["error"]
+    derived = derive_record(low, problem, source, source_id="source-cell")
+    engine = GenRMReplayEngine(samples)
+    direct = asyncio.run(solve(low, engine, problem)).to_json()
+    if isinstance(derived, str):
+        # Refused only when the run wanted more solutions than the source holds, or when a verification
+        # could have been cut to fit (the worst case of the chains and verdicts passes what the solutions left).
+        s_b = direct["info"]["S"]
+        left = small - sum(x["num_tokens"] for x in direct["samples"])
+        assert s_b > len(source["samples"]) or s_b * verifications * (16 + 1) > left, derived
+        return
+    for key in ("prediction", "correct", "samples"):
+        assert derived[key] == direct[key], key
+    assert (derived["info"]["S"], derived["info"]["V"]) == (direct["info"]["S"], direct["info"]["V"])
+    for key in ("spent", "generated_tokens"):
+        assert derived["ledger"][key] == direct["ledger"][key], key
+    assert derived["ledger"]["spent"] <= small and not direct["ledger"]["capped_requests"]
+
+
+def test_grid_entries_and_cells() -> None:
+    entry = GridEntry.parse("self_consistency max_tokens=48 temperature=0.6|1.0")
+    assert entry.combos() == [{"max_tokens": "48", "temperature": "0.6"}, {"max_tokens": "48", "temperature": "1.0"}]
+    with pytest.raises(ValueError, match="key=value"):
+        GridEntry.parse("beam width")
+    spec = SweepSpec(grid=(entry, GridEntry.parse("beam width=2")), budgets=("1k", "256", "512"), seeds=(0, 1))
+    assert spec.budgets == ("256", "512", "1000")
+    cells = spec.cells()
+    assert len(cells) == 2 * 2 * 3 + 2 * 3  # (2 sc combos + 1 beam) × 3 budgets × 2 seeds
+    sources = {c.id for c in cells if c.source is None and c.strategy == "self_consistency"}
+    assert all(c.budget == "1000" for c in cells if c.id in sources)
+    assert all(c.source in sources for c in cells if c.source)
+    assert all(c.source is None for c in cells if c.strategy == "beam")  # a tree search runs at every budget
+    assert len({c.id for c in cells}) == len(cells)
+    assert [c.id for c in cells].index(cells[1].source or "") == 0  # a source comes before what it feeds
+    with pytest.raises(ValueError, match="distinct"):
+        SweepSpec(grid=(entry,), budgets=("1k", "1000"))
+    assert all(c.source is None for c in SweepSpec(grid=(entry,), budgets=("1k", "2k"), subsample=False).cells())
+
+
+def test_a_sweep_runs_each_pool_once_derives_the_rest_and_resumes(tmp_path: Path) -> None:
+    spec = SweepSpec(grid=(GridEntry.parse("best_of_n max_tokens=40"),
+                           GridEntry.parse("self_consistency max_tokens=40 temperature=0.6|1.0"),
+                           GridEntry.parse("beam width=2 max_tokens=40")),
+                     budgets=("80", "160", "320"), task="arithmetic:1-3", limit=6, engine=engine_config(tmp_path))
+    root = tmp_path / "sweep"
+    create_sweep(spec, root, command=["test"])
+    with pytest.raises(ValueError, match="already holds a sweep"):
+        create_sweep(spec, root)
+    sim, log = SeededSimulator(seed=1), list[str]()
+    asyncio.run(run_sweep(spec, root, engine=sim, progress=False, log=log.append))
+    cells = spec.cells()
+    assert not any(r.get("error") for c in cells for r in cell_dir(root, c).records())
+    derived = [c for c in cells if c.source]
+    assert len(derived) == 3 * 2 and sum(line.startswith("sweep: derived") for line in log) == 6
+    # Only the three sources and the three beam cells asked the engine for samples.
+    assert sum(line.startswith("sweep: running") for line in log) == 6
+    for cell in derived:
+        records = cell_dir(root, cell).records()
+        assert len(records) == 6 and all(r["info"]["derived_from"] == cell.source for r in records)
+        assert all(r["ledger"]["spent"] <= float(cell.budget) for r in records)
+        config = json.loads((cell_dir(root, cell).path / "config.json").read_text())
+        assert config["environment"]["engine"]["derived_from"] == cell.source
+    results = load_results(root)
+    rows, candidates = outcomes(results)
+    assert len(candidates) == 4 and len(rows) == 4 * 3 * 6
+    # Resume: nothing finished runs again; a damaged derived cell is re-derived without the engine.
+    requests = len(sim.requests)
+    victim = cell_dir(root, derived[0]).path
+    (victim / SUMMARY).unlink()
+    lines = (victim / RESULTS).read_text().splitlines(keepends=True)
+    (victim / RESULTS).write_text("".join(lines[:2]) + lines[2][:10])
+    log.clear()
+    asyncio.run(run_sweep(spec, root, engine=sim, progress=False, log=log.append))
+    assert len(sim.requests) == requests and log == [f"sweep: derived {derived[0].id} from {derived[0].source}"]
+    assert len(cell_dir(root, derived[0]).records()) == 6
+    policy = learn_from_sweep(root, options=LearnOptions(bins="predicted", n_bins=2), probe_n=2)
+    assert policy["probe_source_cell"].startswith("best_of_n") and policy["difficulty"]["probe"]["max_tokens"] == 40
+    assert policy["difficulty"]["predictor"]["features"]  # agreement at least
+    assert set(policy["budgets"]) == {"80", "160", "320"}
+
+
+def test_the_cli_refuses_bad_input_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--budgets", "1k"]) == 2
+    assert "--strategy" in capsys.readouterr().err
+    model = engine_config(tmp_path).model
+    assert main(["sweep", "--strategy", "best_of_n bogus=1", "--budgets", "1k", "--model", model,
+                 "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown parameter 'bogus'" in err and err.count("\n") == 1
+    assert not (tmp_path / "s").exists()  # refused before anything was written
+    assert main(["policy", "--sweep", str(tmp_path / "nowhere")]) == 2
+    assert "not a ttscale sweep" in capsys.readouterr().err
+    assert main(["policy", "--sweep", str(tmp_path), "--folds", "1"]) == 2
+    assert "folds must be ≥ 2, got 1" in capsys.readouterr().err

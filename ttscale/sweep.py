@@ -1,0 +1,419 @@
+"""`ttscale sweep`: strategies × hyper-parameters × budgets × seeds over a task, stored like runs, resumable.
+
+A sweep directory holds `sweep.json` (the grid) and one run directory per cell under `cells/`
+(config.json, results.jsonl, summary.json: the files of `ttscale run`), so every cell can be read,
+resumed or reported like any run. `ttscale sweep --resume DIR` skips finished cells and resumes the rest.
+
+Generate once, evaluate every budget. For the sample-pool strategies (best_of_n, self_consistency, and
+genrm with a fixed number V of verifications) only the largest budget is run; each smaller budget b is
+*derived* from the stored pool by replaying, on a real `Ledger` of budget b, the requests the strategy
+would send (the same n, max_tokens and refill rounds, capped by the same rules) and handing each request
+the next samples of the pool, then selecting as the strategy does. The derived record has the samples,
+prediction and token counts of a run at b under one assumption: the samples of one prompt are i.i.d.
+draws whose distribution depends neither on the request's n nor on other requests in flight (vLLM samples
+the n sequences of a request independently), so the first k samples of the pool are distributed as a run's
+k samples. A cell is derived only when the replay needs no sample the pool lacks, truncates nothing (a
+lowered max_tokens would change the samples) and the scorer costs nothing (verifier tokens are not
+replayable); otherwise it is run directly. GenRM: S is subsampled with V fixed; solution tokens are exact,
+verifier tokens prorated by S_b / S_B (marked in the record). Token budgets only: a FLOP budget prices
+prompts and cache hits, which a replay does not know.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ttscale.budget import Budget, Ledger
+from ttscale.engine.base import Engine, EngineConfig
+from ttscale.policy import candidate_key
+from ttscale.runner import Prepared, RunSpec, check_resume, execute, prepare, write_config
+from ttscale.select import best_scored, majority_vote, weighted_vote
+from ttscale.storage import CONFIG, SUMMARY, RunDir
+from ttscale.summary import summarize
+from ttscale.types import Completion, Generation, Problem, RunRecord, Sample, SamplingParams
+
+SWEEP = "sweep.json"
+POOL_STRATEGIES = ("best_of_n", "self_consistency")
+_SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridEntry:
+    """One strategy and the values of each hyper-parameter to sweep (the grid is their product)."""
+
+    strategy: str
+    """A registered strategy name (or alias)."""
+    params: dict[str, list[str]] = field(default_factory=dict)
+    """Parameter → its values; one value = fixed for this entry."""
+
+    @classmethod
+    def parse(cls, text: str) -> GridEntry:
+        """`"self_consistency max_tokens=64 temperature=0.6|1.0"`: a strategy, then key=v1|v2 ..."""
+        name, *items = text.split()
+        params: dict[str, list[str]] = {}
+        for item in items:
+            key, sep, values = item.partition("=")
+            if not sep or not key or not values:
+                raise ValueError(f"grid parameters look like key=value or key=v1|v2, got {item!r} in {text!r}")
+            params[key] = values.split("|")
+        return cls(strategy=name, params=params)
+
+    def combos(self) -> list[dict[str, str]]:
+        keys = sorted(self.params)
+        return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(self.params[k] for k in keys))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """One point of the grid: a run directory under `cells/`."""
+
+    strategy: str
+    """Canonical strategy name."""
+    params: dict[str, str]
+    """Its hyper-parameters, as given."""
+    budget: str
+    """Canonical budget string (`1024`, `3e+14flop`)."""
+    seed: int
+    """Engine seed."""
+    source: str | None = None
+    """Id of the cell this one is derived from by subsampling; None = run directly."""
+
+    @property
+    def id(self) -> str:
+        slug = "-".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        digest = hashlib.sha1(json.dumps(self.params, sort_keys=True).encode()).hexdigest()[:6]
+        name = _SAFE.sub("_", f"{self.strategy}-{slug}" if slug else self.strategy)[:80]
+        return f"{name}-{digest}-b{self.budget}-s{self.seed}" if slug else f"{name}-b{self.budget}-s{self.seed}"
+
+    @property
+    def candidate(self) -> str:
+        return candidate_key(self.strategy, self.params)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSpec:
+    """Everything that determines a sweep's cells (stored in sweep.json)."""
+
+    grid: tuple[GridEntry, ...]
+    """The strategies and their hyper-parameter values."""
+    budgets: tuple[str, ...]
+    """Per-problem budgets (every cell of the grid at each)."""
+    seeds: tuple[int, ...] = (0,)
+    """Engine seeds: each is a replicate of the whole grid (one engine start each)."""
+    task: str = "arithmetic"
+    """A task spec, as for `ttscale run`."""
+    task_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword options of the task factory."""
+    limit: int | None = None
+    """Only the first `limit` problems."""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """Engine settings (the seed is set per replicate)."""
+    concurrency: int = 64
+    """Problems in flight at once within a cell."""
+    hardware: str = "B200"
+    """Hardware profile pricing FLOPs in the records."""
+    subsample: bool = True
+    """Derive the smaller budgets of sample-pool strategies from the largest one's stored pool."""
+
+    def __post_init__(self) -> None:
+        if not self.grid:
+            raise ValueError("grid must name at least one strategy")
+        if not self.budgets:
+            raise ValueError("budgets must hold at least one budget")
+        canonical = tuple(_canonical_budget(b) for b in self.budgets)
+        if len(set(canonical)) != len(canonical):
+            raise ValueError(f"budgets must be distinct, got {', '.join(self.budgets)}")
+        object.__setattr__(self, "budgets", tuple(sorted(canonical, key=lambda b: Budget.parse(b).limit)))
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be ≥ 1, got {self.limit}")
+
+    def cells(self) -> list[Cell]:
+        """Every cell, sources before the cells derived from them."""
+        from ttscale import STRATEGIES
+
+        out: list[Cell] = []
+        for entry, seed in itertools.product(self.grid, self.seeds):
+            name = STRATEGIES.canonical(entry.strategy)
+            assert name is not None
+            for params in entry.combos():
+                if self._derivable(name, params):
+                    source = Cell(strategy=name, params=params, budget=self.budgets[-1], seed=seed)
+                    out.append(source)
+                    out.extend(replace(source, budget=b, source=source.id) for b in self.budgets[:-1])
+                else:
+                    out.extend(Cell(strategy=name, params=params, budget=b, seed=seed) for b in self.budgets)
+        return out
+
+    def run_spec(self, cell: Cell) -> RunSpec:
+        return RunSpec(strategy=cell.strategy, budget=cell.budget, task=self.task, task_options=self.task_options,
+                       params=dict(cell.params), limit=self.limit, seed=cell.seed,
+                       engine=replace(self.engine, seed=cell.seed), concurrency=self.concurrency,
+                       hardware=self.hardware)
+
+    def _derivable(self, strategy: str, params: dict[str, str]) -> bool:
+        if not self.subsample or len(self.budgets) < 2:
+            return False
+        if any(Budget.parse(b).unit != "tokens" for b in self.budgets):
+            return False
+        # GenRM's V comes from the budget unless fixed; the stored scores average V verdicts, so V must not vary.
+        return strategy in POOL_STRATEGIES or (strategy == "genrm" and "verifications" in params)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["grid"] = [asdict(e) for e in self.grid]
+        return json.loads(json.dumps(data, default=str))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepSpec:
+        values = dict(data)
+        values["grid"] = tuple(GridEntry(**e) for e in values["grid"])
+        values["budgets"], values["seeds"] = tuple(values["budgets"]), tuple(values["seeds"])
+        # Settings an older or newer EngineConfig does not know are dropped, as `ttscale run --resume` does.
+        known = {f.name for f in fields(EngineConfig)}
+        values["engine"] = EngineConfig(**{k: v for k, v in values.get("engine", {}).items() if k in known})
+        return cls(**values)
+
+
+def _canonical_budget(text: str) -> str:
+    budget = Budget.parse(text)
+    return str(int(budget.limit)) if budget.unit == "tokens" else f"{budget.limit:g}{budget.unit}"
+
+
+# -- the sweep directory --------------------------------------------------------------------------
+
+
+def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None) -> None:
+    """Start a new sweep directory; refuses one that already holds a sweep."""
+    from ttscale import __version__
+
+    path = Path(root)
+    if (path / SWEEP).exists():
+        raise ValueError(f"{str(path)!r} already holds a sweep: continue it with --resume, or pick another --out")
+    for cell in spec.cells():  # every parameter checked before any engine starts
+        prepare(spec.run_spec(cell))
+    path.mkdir(parents=True, exist_ok=True)
+    RunDir(path).write_json(SWEEP, {"spec": spec.to_dict(), "cells": [c.id for c in spec.cells()],
+                                    "ttscale_version": __version__, "command": command or sys.argv,
+                                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def load_spec(root: str | Path) -> SweepSpec:
+    path = Path(root) / SWEEP
+    try:
+        return SweepSpec.from_dict(json.loads(path.read_text(encoding="utf-8"))["spec"])
+    except FileNotFoundError:
+        raise ValueError(f"{str(root)!r} is not a ttscale sweep: no {SWEEP}") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+
+
+def cell_dir(root: str | Path, cell: Cell) -> RunDir:
+    return RunDir(Path(root) / "cells" / cell.id)
+
+
+def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
+    return (run_dir.path / SUMMARY).is_file() and {p.id for p in problems} <= run_dir.finished_ids()
+
+
+async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None = None, progress: bool = True,
+                    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> None:
+    """Run (or finish) every cell. Each seed gets its own engine, started only if a cell needs it.
+
+    An `engine` given by the caller is used for every seed as it is (tests, notebooks): the seed is then
+    only the cell's label.
+    """
+    cells = spec.cells()
+    for seed in spec.seeds:
+        own: Engine | None = None
+
+        async def engine_for(s: int = seed) -> Engine:
+            nonlocal own
+            if engine is not None:
+                return engine
+            if own is None:
+                from ttscale.engine import start_engine
+
+                own = await start_engine(replace(spec.engine, seed=s))
+            return own
+
+        try:
+            for cell in (c for c in cells if c.seed == seed):
+                prepared = prepare(spec.run_spec(cell))
+                run_dir = cell_dir(root, cell)
+                if _complete(run_dir, prepared.problems):
+                    continue
+                why = derive_cell(prepared, run_dir, cell, cell_dir(root, _source(cells, cell))) if cell.source \
+                    else "runs directly"
+                if why is not None:
+                    if cell.source:
+                        log(f"sweep: {cell.id} cannot be derived ({why}); running it")
+                    log(f"sweep: running {cell.id}")
+                    await _run_cell(prepared, run_dir, await engine_for(), progress=progress)
+                else:
+                    log(f"sweep: derived {cell.id} from {cell.source}")
+        finally:
+            if own is not None:
+                await own.close()
+
+
+def _source(cells: list[Cell], cell: Cell) -> Cell:
+    return next(c for c in cells if c.id == cell.source)
+
+
+async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: Engine, *, progress: bool) -> None:
+    if run_dir.has_results():
+        check_resume(run_dir, prepared)
+    with run_dir.open_for_writing():
+        if not (run_dir.path / CONFIG).is_file():
+            write_config(run_dir, prepared, engine.describe())
+        await execute(prepared, engine, run_dir, progress=progress)
+
+
+# -- deriving a smaller budget from the stored pool -----------------------------------------------
+
+
+def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: RunDir) -> str | None:
+    """Write the cell from its source's pool; the reason it cannot be derived, or None when it was."""
+    sources = {str(r["id"]): r for r in source_dir.records()}
+    records = []
+    for problem in prepared.problems:
+        source = sources.get(problem.id)
+        if source is None:
+            return f"the source has no record of {problem.id}"
+        record = derive_record(prepared, problem, source, source_id=str(cell.source))
+        if isinstance(record, str):
+            return f"{problem.id}: {record}"
+        records.append(record)
+    if run_dir.has_results():
+        check_resume(run_dir, prepared)
+    with run_dir.open_for_writing():
+        if not (run_dir.path / CONFIG).is_file():
+            engine = source_dir.read_config().get("environment", {}).get("engine")
+            write_config(run_dir, prepared, {"derived_from": str(cell.source), "source_engine": engine},
+                         argv=["derived", str(cell.source)])
+        done = run_dir.finished_ids()
+        for record in records:
+            if record["id"] not in done:
+                run_dir.append(record)
+        summary = summarize(records, budget=prepared.budget, wall_seconds=0.0)
+        summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
+                       resumed=False, derived_from=cell.source)
+        run_dir.write_json(SUMMARY, summary)
+    return None
+
+
+def derive_record(
+    prepared: Prepared, problem: Problem, source: dict[str, Any], *, source_id: str
+) -> dict[str, Any] | str:
+    """The record a run at `prepared.budget` would write, from the source's record; or why there is none."""
+    if source.get("error"):
+        return "the source record is an error"
+    samples = [Sample(**s) for s in source.get("samples", [])]
+    src_ledger = source.get("ledger") or {}
+    verifier = src_ledger.get("verifier") or {}
+    policy_calls = max(1, int(src_ledger.get("calls", 0)) - int(verifier.get("calls", 0)))
+    prompt = (int(src_ledger.get("prompt_tokens", 0)) - int(verifier.get("prompt_tokens", 0))) // policy_calls
+    ledger, p, name = prepared.ledger(), prepared.params, prepared.strategy_name
+    info: dict[str, Any]
+    if name in POOL_STRATEGIES:
+        if verifier.get("calls"):
+            return "its scorer spent compute"
+        taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
+                            max_model_len=prepared.spec.engine.max_model_len)
+        if isinstance(taken, str):
+            return taken
+        sub = samples[:taken]
+        if name == "best_of_n":
+            best = best_scored(sub)
+            prediction = best.answer if best else None
+            info = {"n": len(sub), "scorer": p.verifier or "mean_logprob", "best_score": best.score if best else None}
+        else:
+            prediction, votes = majority_vote(sub) if p.verifier is None else weighted_vote(sub)
+            info = {"n": len(sub), "votes": dict(votes)}
+    elif name == "genrm":
+        result = _replay_genrm(ledger, p, samples, source, prompt=prompt)
+        if isinstance(result, str):
+            return result
+        prediction, sub, info = result
+    else:
+        return f"{name} is not a sample-pool strategy"
+    info["derived_from"] = source_id
+    return RunRecord(id=problem.id, strategy=name, prediction=prediction, reference=problem.reference,
+                     correct=bool(prepared.task.grade(prediction, problem)), ledger=ledger.to_dict(),
+                     samples=[asdict(s) for s in sub], level=problem.level, info=info).to_json()
+
+
+def replay_pool(ledger: Ledger, p: Any, lengths: list[int], *, prompt_tokens: int, max_model_len: int) -> int | str:
+    """How many pool samples `sample_pool` takes under `ledger`, settling their true lengths; or why it cannot tell."""
+    taken = 0
+    while True:
+        n = p.n if p.n is not None else ledger.affordable_samples(p.max_tokens)
+        if n < 1:
+            return taken
+        # What Context.generate sends: max_tokens lowered to the model's room after the prompt, then to the budget.
+        asked = SamplingParams(n=n, temperature=p.temperature, top_p=p.top_p,
+                               max_tokens=min(p.max_tokens, max_model_len - prompt_tokens))
+        reservation = ledger.reserve(asked, prompt_tokens=prompt_tokens)
+        if reservation is None:
+            return taken
+        sent = reservation.params
+        assert sent is not None
+        if (sent.n, sent.max_tokens) != (asked.n, asked.max_tokens):
+            ledger.settle(reservation, None)
+            return "the ledger would truncate its samples below the pool's max_tokens"
+        if taken + n > len(lengths):
+            ledger.settle(reservation, None)
+            return f"it needs {taken + n} samples and the pool has {len(lengths)}"
+        batch = tuple(Completion(text="", token_ids=(0,) * k) for k in lengths[taken: taken + n])
+        ledger.settle(reservation, Generation(completions=batch, prompt_tokens=prompt_tokens))
+        taken += n
+        if not p.refill:
+            return taken
+
+
+def _replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: dict[str, Any], *,
+                  prompt: int) -> tuple[str | None, list[Sample], dict[str, Any]] | str:
+    from ttscale.strategies.genrm import budget_split
+
+    c = ledger.affordable_samples(p.max_tokens)
+    s, v = budget_split(c, lam=(p.verify_tokens + 1) / p.max_tokens, solution_share=p.solution_share,
+                        s=p.n, v=p.verifications)
+    src = source.get("info") or {}
+    if v != src.get("V"):
+        return f"V={v} here, V={src.get('V')} in the source"
+    asked = SamplingParams(n=s, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens)
+    reservation = ledger.reserve(asked, prompt_tokens=prompt)
+    if reservation is None or reservation.params != asked or s > len(samples):
+        if reservation is not None:
+            ledger.settle(reservation, None)
+        return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
+    batch = tuple(Completion(text="", token_ids=(0,) * x.num_tokens) for x in samples[:s])
+    ledger.settle(reservation, Generation(completions=batch, prompt_tokens=prompt))
+    if s * v * (p.verify_tokens + 1) > ledger.remaining:  # a verification the run would have had capped
+        return "the verifications would not fit uncapped"
+    src_verifier = int(((source.get("ledger") or {}).get("verifier") or {}).get("generated_tokens", 0))
+    prorated = round(src_verifier * s / len(samples))  # per solution the source actually verified
+    if prorated > 0:
+        r = ledger.reserve(SamplingParams(n=1, max_tokens=prorated), prompt_tokens=0, role="verifier")
+        assert r is not None
+        ledger.settle(r, Generation(completions=(Completion(text="", token_ids=(0,) * prorated),), prompt_tokens=0))
+    sub = samples[:s]
+    if p.select == "weighted":
+        prediction, votes = weighted_vote(sub)
+    else:
+        best = best_scored(sub)
+        prediction, votes = (best.answer if best else None), {}
+    info = {"S": s, "V": v, "solutions": len(sub), "select": p.select, "votes": votes,
+            "verifier_tokens": "prorated from the source (S_b / S_B)"}
+    return prediction, sub, info
