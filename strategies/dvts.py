@@ -17,26 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ttscale.context import Context
-from ttscale.params import check_positive, strategy
-from ttscale.search import Node, Search, SearchParams
+from ttscale.params import strategy
+from ttscale.search import Node, Search
+from ttscale.strategies.beam import BeamParams
 from ttscale.types import Answer, Problem
 
 
 @dataclass(frozen=True, kw_only=True)
-class DVTSParams(SearchParams):
-    """Diverse verifier tree search."""
-
-    n: int | None = None
-    """N: candidates per step over all subtrees; None = B / max_tokens, rounded down to a multiple of `width`."""
-    width: int = 4
-    """M: candidates per subtree and step; N/M subtrees."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("n", self.n, allow_none=True)
-        check_positive("width", self.width)
-        if self.n is not None and self.n % self.width:
-            raise ValueError(f"n must be a multiple of width ({self.width}), got {self.n}")
+class DVTSParams(BeamParams):
+    """Diverse verifier tree search: the same N and M as beam search, spent on N/M greedy subtrees of width M."""
 
 
 @strategy(DVTSParams)
