@@ -46,6 +46,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("run", help="run a strategy over a task and write a run directory")
     p.add_argument("--strategy", help="strategy name (see `ttscale list`)")
     p.add_argument("--budget", help="per-problem budget: 8k = 8,000 generated tokens (default 8k)")
+    p.add_argument("--total-budget", help="a budget over the whole task (e.g. 200k), shared by its problems and "
+                   "never exceeded; --budget still caps each problem (default: the total)")
     p.add_argument("--task", help="task: arithmetic, arithmetic:1-3, gsm8k, math500, aime24, aime25, jsonl:PATH")
     p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
     p.add_argument("--limit", type=_positive_int, help="only the first N problems")
@@ -188,6 +190,8 @@ def _saved_hint(run_dir: RunDir) -> str:
 def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig | None:
     """The Ray settings, when --workers or --ray-address asks for workers."""
     ray_flags = [f for f in _RAY_FLAGS if getattr(args, f, None) is not None]
+    if spec.total_budget is not None and (args.workers is not None or args.ray_address is not None):
+        raise UsageError("run: --total-budget needs one process (its pool ledger is in memory); drop --workers")
     if args.workers is None and args.ray_address is None:
         if ray_flags:
             raise UsageError(f"run: --{ray_flags[0].replace('_', '-')} applies with --workers or --ray-address")
@@ -235,9 +239,11 @@ def _first_line(registry: Any, name: str) -> str:
 def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
     """Override the spec with the flags the user actually gave."""
     changes: dict[str, Any] = {}
-    for name in ("strategy", "budget", "task", "limit", "seed", "concurrency", "hardware"):
+    for name in ("strategy", "budget", "task", "limit", "seed", "concurrency", "hardware", "total_budget"):
         if getattr(args, name, None) is not None:
             changes[name] = getattr(args, name)
+    if getattr(args, "total_budget", None) is not None and args.budget is None and not args.resume:
+        changes["budget"] = args.total_budget  # no per-problem cap asked: a problem may use all of the total
     task_options = dict(spec.task_options)
     for name in ("data_dir", "question_field", "answer_field"):
         if getattr(args, name, None) is not None:

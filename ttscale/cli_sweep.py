@@ -12,11 +12,11 @@ import asyncio
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ttscale.budget import Budget, Ledger
+from ttscale.budget import Budget, BudgetError, Ledger
 from ttscale.cli import UsageError
 from ttscale.difficulty import ProbeSettings, offline_features
 from ttscale.engine.base import EngineConfig
@@ -31,8 +31,12 @@ _ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu
 
 def register(sub: Any) -> None:
     p = sub.add_parser("sweep", help="run a grid of strategies × parameters × budgets × seeds over a task")
-    p.add_argument("--strategy", action="append", metavar="'NAME key=v1|v2 ...'",
-                   help="a strategy and the values of its parameters to sweep (repeatable)")
+    p.add_argument(
+        "--strategy",
+        action="append",
+        metavar="'NAME key=v1|v2 ...'",
+        help="a strategy and the values of its parameters to sweep (repeatable)",
+    )
     p.add_argument("--budgets", help="per-problem budgets, comma-separated: 256,512,1k")
     p.add_argument("--seeds", default="0", help="engine seeds, comma-separated (default 0)")
     p.add_argument("--task", help="task spec, as for `ttscale run` (default arithmetic)")
@@ -54,14 +58,21 @@ def register_policy(sub: Any) -> None:
     p = sub.add_parser("policy", help="learn a per-difficulty compute-optimal policy from a sweep")
     p.add_argument("--sweep", required=True, metavar="DIR", help="a finished sweep directory")
     p.add_argument("--out", help="policy JSON to write (default DIR/policy-<bins>.json)")
-    p.add_argument("--bins", choices=("predicted", "oracle"), default="predicted",
-                   help="predicted: bins from a probe (usable by --strategy adaptive); oracle: from the true pass@1")
+    p.add_argument(
+        "--bins",
+        choices=("predicted", "oracle"),
+        default="predicted",
+        help="predicted: bins from a probe (usable by --strategy adaptive); oracle: from the true pass@1",
+    )
     p.add_argument("--n-bins", type=int, default=5, help="difficulty bins (default 5)")
     p.add_argument("--folds", type=int, default=2, help="cross-validation folds (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
     p.add_argument("--probe-n", type=int, default=4, help="probe samples per problem (default 4)")
-    p.add_argument("--probe-verifier", default="arithmetic",
-                   help="engine-free verifier of the probe's score feature, or none (default arithmetic)")
+    p.add_argument(
+        "--probe-verifier",
+        default="arithmetic",
+        help="engine-free verifier of the probe's score feature, or none (default arithmetic)",
+    )
     p.set_defaults(func=cmd_policy)
 
 
@@ -113,14 +124,24 @@ def outcomes(results: SweepResults) -> tuple[list[Outcome], dict[str, dict[str, 
         candidates[key] = {"strategy": cells[0].strategy, "params": dict(cells[0].params)}
         for problem in results.problems:
             recs = [results.records[c.id][problem.id] for c in cells]
-            rows.append(Outcome(candidate=key, budget=budget, problem=problem.id,
-                                correct=sum(bool(r.get("correct")) for r in recs) / len(recs),
-                                spent=sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in recs) / len(recs)))
+            rows.append(
+                Outcome(
+                    candidate=key,
+                    budget=budget,
+                    problem=problem.id,
+                    correct=sum(bool(r.get("correct")) for r in recs) / len(recs),
+                    spent=sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in recs) / len(recs),
+                )
+            )
     return rows, candidates
 
 
-def difficulty(results: SweepResults, *, probe_n: int = 4, probe_verifier: str | None = "arithmetic",
-               ) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
+def difficulty(
+    results: SweepResults,
+    *,
+    probe_n: int = 4,
+    probe_verifier: str | None = "arithmetic",
+) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
     """Each problem's p̂₁ (every sample of the sample-pool cells at the largest budget, all seeds), and its
     probe features and probe-majority correctness from the first `probe_n` samples of one pool."""
     from ttscale import STRATEGIES
@@ -133,8 +154,9 @@ def difficulty(results: SweepResults, *, probe_n: int = 4, probe_verifier: str |
     # Best-of-N without a verifier stores each sample's mean log-prob: its pool also gives the entropy feature.
     source = min(pools, key=lambda c: (c.strategy != "best_of_n", "verifier" in c.params, c.seed, c.id))
     p = parse_params(params_class(STRATEGIES.get(source.strategy)), source.params)
-    settings = ProbeSettings(n=probe_n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
-                             verifier=probe_verifier)
+    settings = ProbeSettings(
+        n=probe_n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, verifier=probe_verifier
+    )
     by_id = {q.id: q for q in results.problems}
     graded: dict[tuple[str, str | None], bool] = {}
 
@@ -144,28 +166,43 @@ def difficulty(results: SweepResults, *, probe_n: int = 4, probe_verifier: str |
         return graded[pid, answer]
 
     heads = {pid: results.records[source.id][pid].get("samples", []) for pid in by_id}
-    features = offline_features(heads, problems=by_id, task=results.task, settings=settings,
-                                logprob_scores=source.strategy == "best_of_n" and p.verifier is None)
+    features = offline_features(
+        heads,
+        problems=by_id,
+        task=results.task,
+        settings=settings,
+        logprob_scores=source.strategy == "best_of_n" and p.verifier is None,
+    )
     out = {}
     for pid in by_id:
         samples = [s for c in pools for s in results.records[c.id][pid].get("samples", [])]
         if not samples:
             continue
         head = [Sample(**s) for s in heads[pid][:probe_n]]
-        out[pid] = Difficulty(pass1=sum(right(pid, s.get("answer")) for s in samples) / len(samples),
-                              features=features[pid], probe_correct=float(right(pid, majority_vote(head)[0])))
+        out[pid] = Difficulty(
+            pass1=sum(right(pid, s.get("answer")) for s in samples) / len(samples),
+            features=features[pid],
+            probe_correct=float(right(pid, majority_vote(head)[0])),
+        )
     meta = {"probe_source_cell": source.id, "pass1_from_cells": [c.id for c in pools]}
     return out, settings, meta
 
 
-def learn_from_sweep(root: str | Path, *, options: LearnOptions, probe_n: int = 4,
-                     probe_verifier: str | None = "arithmetic") -> dict[str, Any]:
+def learn_from_sweep(
+    root: str | Path, *, options: LearnOptions, probe_n: int = 4, probe_verifier: str | None = "arithmetic"
+) -> dict[str, Any]:
     """The policy JSON (see `ttscale.policy.learn_policy`) learned from a sweep directory."""
     results = load_results(root)
     rows, candidates = outcomes(results)
     diff, settings, meta = difficulty(results, probe_n=probe_n, probe_verifier=probe_verifier)
-    return learn_policy(outcomes=rows, difficulty=diff, options=options, candidates=candidates, probe=settings,
-                        meta={"sweep": str(root), "task": results.spec.task, "problems": len(diff), **meta})
+    return learn_policy(
+        outcomes=rows,
+        difficulty=diff,
+        options=options,
+        candidates=candidates,
+        probe=settings,
+        meta={"sweep": str(root), "task": results.spec.task, "problems": len(diff), **meta},
+    )
 
 
 def _limit(budget: str) -> float:
@@ -176,26 +213,19 @@ def _limit(budget: str) -> float:
 
 
 def with_total_budget(prepared: Prepared, total: Budget, *, problems: int, spent: float = 0.0) -> Prepared:
-    """`prepared` whose problem ledgers all draw on one pool ledger of `total`: what `ttscale run --total-budget`
-    is to do in the runner (benchmarks and tests use this until then).
-
-    `problems`: how many problems the pool funds (the adaptive allocator plans for them); `spent`: what
-    finished problems already spent (a resumed run). Every reservation is also taken from the pool, so the
-    sum over problems never passes `total`.
+    """`prepared` with a total budget over the task, as `ttscale run --total-budget` sets it (for benchmarks and
+    tests that build `Prepared` themselves). `execute` makes the pool ledger every problem's ledger draws on,
+    counting what finished problems already spent; `problems` and `spent` are kept for callers that call
+    `solve` directly, who get the pool here.
     """
+    if total.unit != prepared.budget.unit:
+        raise BudgetError(
+            f"the total budget must be in the unit of the budget ({prepared.budget.unit}), got {total.unit}"
+        )
     pool = Ledger(total, meter=prepared.meters.budget)
     pool.spent = spent
     pool.extra["problems"] = problems
-    return _Pooled(**{f.name: getattr(prepared, f.name) for f in fields(prepared)}, pool=pool)
-
-
-@dataclass
-class _Pooled(Prepared):
-    pool: Ledger | None = None
-    """The ledger of the total budget, shared by every problem's ledger."""
-
-    def ledger(self) -> Ledger:
-        return Ledger(self.budget, meter=self.meters.budget, costing=self.meters.costing, pool=self.pool)
+    return replace(prepared, total=total, pool=pool)
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -244,17 +274,26 @@ def sweep_table(results: SweepResults) -> list[dict[str, Any]]:
         if recs is None:
             continue
         picked = [recs[p.id] for p in results.problems]
-        rows.append({"cell": cell.id, "candidate": cell.candidate, "budget": cell.budget, "seed": cell.seed,
-                     "accuracy": sum(bool(r.get("correct")) for r in picked) / len(picked),
-                     "mean_spent": sum(float(r["ledger"].get("spent", 0)) for r in picked) / len(picked),
-                     "derived_from": cell.source})
+        rows.append(
+            {
+                "cell": cell.id,
+                "candidate": cell.candidate,
+                "budget": cell.budget,
+                "seed": cell.seed,
+                "accuracy": sum(bool(r.get("correct")) for r in picked) / len(picked),
+                "mean_spent": sum(float(r["ledger"].get("spent", 0)) for r in picked) / len(picked),
+                "derived_from": cell.source,
+            }
+        )
     return rows
 
 
 def format_policy(policy: Mapping[str, Any]) -> str:
     """The policy as a table: per bin, the choice at each budget and its accuracy; then held-out accuracy."""
-    lines = [f"policy ({policy['bins']} bins, {policy['cross_validation']['folds']}-fold CV, "
-             f"{policy.get('problems')} problems)"]
+    lines = [
+        f"policy ({policy['bins']} bins, {policy['cross_validation']['folds']}-fold CV, "
+        f"{policy.get('problems')} problems)"
+    ]
     for k, entry in policy["policy"].items():
         lines.append(f"  bin {k}  ({entry['problems']} problems; probe alone {_pct(entry['probe_only_accuracy'])})")
         for b, rec in entry["budgets"].items():
@@ -263,20 +302,26 @@ def format_policy(policy: Mapping[str, Any]) -> str:
     lines.append("  held-out accuracy    policy        best single candidate")
     for b, rec in policy["cross_validation"]["budgets"].items():
         pol, one = rec["policy"], rec["best_single_candidate"]
-        lines.append(f"    {b:>7}  {_pct(pol['value'])} [{_pct(pol['ci95'][0])}, {_pct(pol['ci95'][1])}]"
-                     f"   {_pct(one['value'])} [{_pct(one['ci95'][0])}, {_pct(one['ci95'][1])}]")
+        lines.append(
+            f"    {b:>7}  {_pct(pol['value'])} [{_pct(pol['ci95'][0])}, {_pct(pol['ci95'][1])}]"
+            f"   {_pct(one['value'])} [{_pct(one['ci95'][0])}, {_pct(one['ci95'][1])}]"
+        )
     agreement = policy["difficulty"].get("predicted_vs_oracle_heldout")
     if agreement:
-        lines.append(f"  predicted vs oracle bins (held out): exact {_pct(agreement['exact'])}, within one "
-                     f"{_pct(agreement['within_one'])}, spearman {agreement.get('spearman_score_vs_pass1', 'n/a')}")
+        lines.append(
+            f"  predicted vs oracle bins (held out): exact {_pct(agreement['exact'])}, within one "
+            f"{_pct(agreement['within_one'])}, spearman {agreement.get('spearman_score_vs_pass1', 'n/a')}"
+        )
     return "\n".join(lines)
 
 
 def _format(table: list[dict[str, Any]]) -> str:
     lines = [f"{'candidate':<58} {'budget':>7} {'seed':>4} {'acc':>6} {'spent':>8}  source"]
     for r in sorted(table, key=lambda r: (r["candidate"], _limit(r["budget"]), r["seed"])):
-        lines.append(f"{r['candidate']:<58} {r['budget']:>7} {r['seed']:>4} {_pct(r['accuracy']):>6} "
-                     f"{r['mean_spent']:>8.1f}  {'derived' if r['derived_from'] else 'run'}")
+        lines.append(
+            f"{r['candidate']:<58} {r['budget']:>7} {r['seed']:>4} {_pct(r['accuracy']):>6} "
+            f"{r['mean_spent']:>8.1f}  {'derived' if r['derived_from'] else 'run'}"
+        )
     return "\n".join(lines)
 
 
@@ -296,10 +341,15 @@ def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
         raise ValueError(f"--seeds must be whole numbers separated by commas, got {args.seeds!r}") from None
     options = {"data_dir": args.data_dir} if args.data_dir else {}
     extra = {k: getattr(args, k) for k in ("task", "limit", "concurrency") if getattr(args, k) is not None}
-    return SweepSpec(grid=tuple(GridEntry.parse(s) for s in args.strategy),
-                     budgets=tuple(b.strip() for b in args.budgets.split(",") if b.strip()), seeds=seeds,
-                     task_options=options, engine=replace(EngineConfig(), **engine), subsample=not args.no_subsample,
-                     **extra)
+    return SweepSpec(
+        grid=tuple(GridEntry.parse(s) for s in args.strategy),
+        budgets=tuple(b.strip() for b in args.budgets.split(",") if b.strip()),
+        seeds=seeds,
+        task_options=options,
+        engine=replace(EngineConfig(), **engine),
+        subsample=not args.no_subsample,
+        **extra,
+    )
 
 
 def _stamp() -> str:
@@ -308,5 +358,14 @@ def _stamp() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
-__all__ = ["SweepResults", "difficulty", "learn_from_sweep", "load_results", "outcomes", "register",
-           "register_policy", "sweep_table", "with_total_budget"]
+__all__ = [
+    "SweepResults",
+    "difficulty",
+    "learn_from_sweep",
+    "load_results",
+    "outcomes",
+    "register",
+    "register_policy",
+    "sweep_table",
+    "with_total_budget",
+]

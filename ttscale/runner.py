@@ -62,6 +62,9 @@ class RunSpec:
     """`vllm`: an engine in this process (or one per Ray worker); `openai`: a served model, see `server`."""
     server: OpenAIConfig | None = None
     """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
+    total_budget: str | None = None
+    """A budget over the whole task (`200k`), in the unit of `budget`: one pool ledger funds every problem, so
+    the sum of their spend never passes it (`budget` still caps each problem). In-process runs only."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -98,10 +101,14 @@ class Prepared:
     task: Any
     problems: list[Problem]
     meters: Meters
+    total: Budget | None = None
+    """`spec.total_budget` parsed; None without one."""
+    pool: Ledger | None = None
+    """The ledger of `total`, made by `run_problems` for the problems it runs; every problem's ledger draws on it."""
 
     def ledger(self) -> Ledger:
         """A fresh ledger for one problem, metered in the budget's unit and priced in FLOPs and eFLOPs."""
-        return Ledger(self.budget, meter=self.meters.budget, costing=self.meters.costing)
+        return Ledger(self.budget, meter=self.meters.budget, costing=self.meters.costing, pool=self.pool)
 
     def identity(self) -> dict[str, Any]:
         """The part of config.json that must match for `--resume`."""
@@ -114,6 +121,8 @@ class Prepared:
             "seed": self.spec.seed,
             "hardware": self.spec.hardware,
             "engine": self.engine_identity(),
+            # Only when set, so that the identity of every run without a total budget stays as it was.
+            **({"total_budget": {"limit": self.total.limit, "unit": self.total.unit}} if self.total else {}),
         }
 
     def engine_identity(self) -> dict[str, Any]:
@@ -147,7 +156,10 @@ def prepare(spec: RunSpec) -> Prepared:
             raise
         raise ModelError(f"{exc} (the openai backend needs the model's tokenizer here: give --tokenizer)") from None
     meters = build_meters(budget, model_path, hardware=spec.hardware)
-    return Prepared(spec, name, fn, params, budget, task, problems, meters)
+    total = Budget.parse(spec.total_budget) if spec.total_budget is not None else None
+    if total is not None and total.unit != budget.unit:
+        raise BudgetError(f"the total budget must be in the unit of the budget ({budget.unit}), got {total.unit}")
+    return Prepared(spec, name, fn, params, budget, task, problems, meters, total=total)
 
 
 @dataclass
@@ -206,6 +218,13 @@ async def run_problems(
     """Solve the unfinished problems, at most `concurrency` at once; this process alone appends their records."""
     spec = prepared.spec
     todo = [p for p in prepared.problems if p.id not in run_dir.finished_ids()]
+    if prepared.total is not None:
+        # One pool for the problems this call runs; a resumed run's finished problems keep their spend counted.
+        wanted = {p.id for p in prepared.problems}
+        prepared.pool = Ledger(prepared.total, meter=prepared.meters.budget)
+        prepared.pool.spent = sum(float((r.get("ledger") or {}).get("spent", 0.0))
+                                  for r in run_dir.records() if r.get("id") in wanted)
+        prepared.pool.extra["problems"] = len(todo)  # what an allocator (strategy adaptive) plans for
     semaphore = asyncio.Semaphore(concurrency)
     bar = _progress_bar(len(prepared.problems), len(prepared.problems) - len(todo), enabled=progress)
     started = time.perf_counter()
@@ -234,6 +253,8 @@ async def run_problems(
         budget=str(prepared.budget),
         resumed=len(todo) < len(prepared.problems),
     )
+    if prepared.total is not None:
+        summary.update(total_budget=str(prepared.total), total_spent=sum(float(r["ledger"]["spent"]) for r in records))
     run_dir.write_json(SUMMARY, summary)
     return summary
 

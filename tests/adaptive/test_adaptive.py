@@ -93,7 +93,6 @@ def test_a_total_budget_is_never_exceeded(
         base = prepared_for("adaptive", per_problem, params=params, problems=PROBLEMS[:count],
                             concurrency=concurrency)
         prepared = with_total_budget(base, Budget(limit=total), problems=count)
-        pool = prepared.pool  # type: ignore[attr-defined]
         sim = SeededSimulator(seed=seed, p_correct=p_correct)
         run_dir = RunDir(Path(tmp) / "run")
 
@@ -103,6 +102,8 @@ def test_a_total_budget_is_never_exceeded(
 
         summary = asyncio.run(go())
         records = run_dir.records()
+    pool = prepared.pool  # made by `execute` for the problems it ran
+    assert pool is not None
     assert summary["problems"] == count and not any(r["error"] for r in records)
     assert pool.spent <= total and pool.reserved == 0
     assert pool.spent == sum(r["ledger"]["spent"] for r in records) == sim.generated_tokens
@@ -125,7 +126,7 @@ def test_a_total_budget_moves_compute_to_where_the_policy_says_it_pays(tmp_path:
         assert r["ledger"]["spent"] - r["ledger"]["probe"]["spent"] <= granted
         if all(a == 0 for _, a in curves[k]):
             assert granted == 0 and r["info"]["choice"] == "probe"
-    assert prepared.pool.spent <= 20 * 700  # type: ignore[attr-defined]
+    assert prepared.pool is not None and prepared.pool.spent <= 20 * 700
     assert any(r["info"]["granted"] for r in records)  # some problems were funded beyond the probe
 
 
@@ -144,7 +145,8 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
 
     summary = sync_engine.loop.run(go())
     records = run_dir.records()
-    pool = prepared.pool  # type: ignore[attr-defined]
+    pool = prepared.pool
+    assert pool is not None
     assert summary["problems"] == 6 and not any(r["error"] for r in records)
     assert pool.spent == sum(r["ledger"]["spent"] for r in records) <= 1500
     for r in records:
