@@ -112,3 +112,21 @@ class EngineConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class HFTokenizerMixin:
+    """The tokenizer half of `Engine` for backends that hold a Hugging Face tokenizer in `self._tokenizer`."""
+
+    _tokenizer: Any
+
+    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
+        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # newer transformers return a BatchEncoding
+            ids = ids["input_ids"]
+        return list(ids)
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def detokenize(self, token_ids: Sequence[int]) -> str:
+        return str(self._tokenizer.decode(list(token_ids)))

@@ -17,11 +17,10 @@ import os
 import random
 import re
 import urllib.parse
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ttscale.engine.base import EngineFatalError, Prompt
+from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
 from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 
 _RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
@@ -104,7 +103,7 @@ class OpenAIConfig:
         return {**asdict(self), "base_url": self.public_url()}
 
 
-class OpenAIEngine:
+class OpenAIEngine(HFTokenizerMixin):
     """`Engine` over HTTP. Build it with `await OpenAIEngine.start(config)` inside the loop that uses it."""
 
     def __init__(self, config: OpenAIConfig, *, client: Any, tokenizer: Any, tokenizer_path: str) -> None:
@@ -176,18 +175,6 @@ class OpenAIEngine:
             return self._generation(data, prompt, params)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise RequestError(f"{self.config.public_url()} sent a malformed completion: {_one_line(exc)}") from None
-
-    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
-        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt)
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # newer transformers return a BatchEncoding
-            ids = ids["input_ids"]
-        return list(ids)
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False))
-
-    def detokenize(self, token_ids: Sequence[int]) -> str:
-        return str(self._tokenizer.decode(list(token_ids)))
 
     def describe(self) -> dict[str, Any]:
         return {

