@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ttscale.evals.base import Message
-from ttscale.evals.extract import extract_answer
+from ttscale.evals.extract import Extraction, extract
 from ttscale.types import Problem
 
 Generator = Callable[[random.Random], tuple[str, int]]
@@ -116,10 +116,14 @@ class ArithmeticTask:
         return [{"role": "user", "content": problem.question}]
 
     def extract(self, text: str) -> str | None:
-        # The answer is an integer: "The answer is actually 11" or "3 + 4 = 7" count as 11 and 7.
-        stated = extract_answer(text)
+        return self.extraction(text).answer
+
+    def extraction(self, text: str) -> Extraction:
+        # The prompt asks for a number, so a final number counts as the answer; and the answer is an
+        # integer: "The answer is actually 11" or "3 + 4 = 7" count as 11 and 7.
+        stated, rule = extract(text, final_number=True)
         numbers = _NUMBER.findall(stated) if stated else []
-        return numbers[-1].replace(",", "") if numbers else None
+        return Extraction(numbers[-1].replace(",", ""), rule) if numbers else Extraction(None, None)
 
     def grade(self, prediction: str | None, problem: Problem) -> bool:
         if prediction is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ttscale.evals.extract import Extraction
 from ttscale.types import Problem
 
 Message = dict[str, str]
@@ -27,6 +28,10 @@ class Task(Protocol):
         """The final answer stated in a model's text, or None."""
         ...
 
+    def extraction(self, text: str) -> Extraction:
+        """`extract` with the name of the rule that found the answer (stored with every sample)."""
+        ...
+
     def grade(self, prediction: str | None, problem: Problem) -> bool:
         """Whether `prediction` answers `problem` (bounded time, never evaluates the text)."""
         ...
@@ -34,6 +39,15 @@ class Task(Protocol):
     def config(self) -> dict[str, Any]:
         """What identifies this task's problems (stored in a run's config.json)."""
         ...
+
+
+def extraction_of(task: Task, text: str) -> Extraction:
+    """The task's answer in `text` with its rule; a plugin task that only has `extract` gets rule None."""
+    method = getattr(task, "extraction", None)
+    if method is not None:
+        found: Extraction = method(text)
+        return found
+    return Extraction(task.extract(text), None)
 
 
 def load_task(spec: str, **options: Any) -> Task:

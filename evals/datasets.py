@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.evals.base import Message
-from ttscale.evals.extract import extract_answer
+from ttscale.evals.extract import Extraction, extract
 from ttscale.evals.loading import DatasetSpec, read_jsonl, to_problems
 from ttscale.types import Problem
 
@@ -40,6 +40,7 @@ SPECS: dict[str, DatasetSpec] = {
         hub_config="main",
         reference_format="gsm8k",
         instruction=GSM8K_INSTRUCTION,
+        final_number=True,
         repair_escapes=True,
     ),
     "math500": DatasetSpec(
@@ -97,7 +98,10 @@ class DatasetTask:
         return [{"role": "user", "content": f"{problem.question}\n\n{self.spec.instruction}"}]
 
     def extract(self, text: str) -> str | None:
-        return extract_answer(text)
+        return self.extraction(text).answer
+
+    def extraction(self, text: str) -> Extraction:
+        return extract(text, final_number=self.spec.final_number)
 
     def grade(self, prediction: str | None, problem: Problem) -> bool:
         if prediction is None:

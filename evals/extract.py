@@ -1,13 +1,16 @@
 """Answer extraction from model text.
 
-Order of preference (the first that finds something wins):
+Rules in order of preference (the first that finds something wins; its name is stored with
+every sample, so a reader can see how each answer was found):
 
-1. the last complete `\\boxed{...}` / `\\fbox{...}` (nested braces balanced; `\\boxed 5` too);
-2. the last `#### N` (GSM8K style; only a number counts, so a markdown heading `#### Step 2` does not);
-3. the last "answer is …" / "Answer: …" / "final answer is …" phrase (the math span after it when
-   there is one, else the phrase up to the end of its sentence);
-4. the last math span (`$…$`) when nothing numeric follows it ("Therefore, $3!$");
-5. the last number in the text.
+1. `boxed`: the last complete `\\boxed{...}` / `\\fbox{...}` (nested braces balanced; `\\boxed 5` too);
+2. `hashes`: the last `#### N` (GSM8K style; only a number counts, so `#### Step 2` does not);
+3. `answer_phrase`: the last "answer is …" / "Answer: …" / "final answer is …" phrase (the math span
+   after it when there is one, else the phrase up to the end of its sentence);
+4. `math_span`: the last math span (`$…$`) when nothing numeric follows it ("Therefore, $3!$");
+5. `final_number`: the last number in the text — only where the task declares it (`final_number=True`:
+   the arithmetic task and GSM8K ask for a bare number). Elsewhere a text that states no answer has
+   none: "I think it is 12 apples, not 5" does not answer 5.
 
 Everything is bounded: only the last `MAX_SCAN` characters are searched, every regex is linear
 (no nested quantifiers over the same characters), and a phrase is at most `_MAX_PHRASE` long.
@@ -16,6 +19,7 @@ Everything is bounded: only the last `MAX_SCAN` characters are searched, every r
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 MAX_SCAN = 100_000
 """Characters from the end of a text that are searched: bounds the time on huge outputs."""
@@ -98,21 +102,41 @@ def _closing_braces(text: str) -> dict[int, int]:
     return pairs
 
 
-def extract_answer(text: str) -> str | None:
-    """The final answer a text states, or None when it states nothing recognisable."""
+class Extraction(NamedTuple):
+    """An answer found in a text, and the rule that found it (None, None when none did)."""
+
+    answer: str | None
+    rule: str | None
+
+
+RULES = ("boxed", "hashes", "answer_phrase", "math_span", "final_number")
+"""The extraction rules, in order of preference."""
+
+
+def extract(text: str, *, final_number: bool = False) -> Extraction:
+    """The final answer a text states and the rule that found it; `final_number` allows rule 5."""
     if not text:
-        return None
+        return Extraction(None, None)
     text = text[-MAX_SCAN:]
     boxed = last_boxed(text)
     if boxed:
-        return boxed
+        return Extraction(boxed, "boxed")
     hashes = _last_match(_HASHES, text)
     if hashes is not None:
-        return _clean_number(hashes.group(1))
+        return Extraction(_clean_number(hashes.group(1)), "hashes")
     phrase = _answer_phrase(text)
     if phrase:
-        return phrase
-    return _final_math(text) or last_number(text)
+        return Extraction(phrase, "answer_phrase")
+    span = _final_math(text)
+    if span:
+        return Extraction(span, "math_span")
+    number = last_number(text) if final_number else None
+    return Extraction(number, "final_number" if number is not None else None)
+
+
+def extract_answer(text: str, *, final_number: bool = False) -> str | None:
+    """The final answer a text states, or None when it states nothing recognisable (see `extract`)."""
+    return extract(text, final_number=final_number).answer
 
 
 def last_number(text: str) -> str | None:

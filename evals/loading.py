@@ -43,6 +43,9 @@ class DatasetSpec:
     """What follows the question in the user message."""
     repair_escapes: bool = False
     """Restore LaTeX backslashes that a lost JSON escaping turned into control characters."""
+    final_number: bool = False
+    """Whether a text's last number counts as its answer when it states none otherwise (GSM8K asks for a
+    bare number); elsewhere only a boxed answer, `#### N`, an "answer is" phrase or a final math span count."""
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -62,6 +62,67 @@ def _ttscale(*args: str) -> list[str]:
     return [sys.executable, "-m", "ttscale.cli", *args]
 
 
+def _session_processes(session: int) -> list[str]:
+    """The live processes of a session (the CLI was started as its leader), as "pid name" strings."""
+    import psutil
+
+    alive = []
+    for process in psutil.process_iter(["pid", "name", "status"]):
+        try:
+            if os.getsid(process.pid) == session and process.info["status"] != psutil.STATUS_ZOMBIE:
+                alive.append(f"{process.pid} {process.info['name']}")
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return alive
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_the_run_ends_the_engine_and_resume_finishes(
+    tmp_path: Path, signum: signal.Signals, code: int
+) -> None:
+    out = tmp_path / "run"
+    args = ["run", "--strategy", "self_consistency", "--budget", "1k", "--param", "max_tokens=64"]
+    args += ["--task", "arithmetic", "--limit", "6", "--concurrency", "1", "--out", str(out)]
+    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.is_file() and 1 <= results.read_text().count("\n") < 6:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended before the signal: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
+    assert len(_session_processes(proc.pid)) > 1  # the CLI and vLLM's engine process(es)
+    sent = time.monotonic()
+    proc.send_signal(signum)  # to the CLI alone, as a scheduler's preemption does
+    _stdout, stderr = proc.communicate(timeout=60)
+    stopped_after = time.monotonic() - sent
+    left: list[str] = []
+    for _ in range(50):  # the engine's processes end with the CLI (allow them a moment to be reaped)
+        left = _session_processes(proc.pid)
+        if not left:
+            break
+        time.sleep(0.1)
+    if left:
+        os.killpg(proc.pid, signal.SIGKILL)  # clean up before failing
+    assert not left, f"processes left after {signum.name}: {left}"
+    assert proc.returncode == code, stderr.decode()[-2000:]
+    message = stderr.decode().strip().splitlines()[-1]
+    assert message.startswith(f"ttscale: stopped by {signum.name}") and f"--resume {out}" in message, message
+    assert "Traceback" not in stderr.decode()
+    assert stopped_after < 30, f"took {stopped_after:.1f} s to stop"
+    finished_before = results.read_text().count("\n")
+    assert 1 <= finished_before < 6
+
+    done = subprocess.run(
+        _ttscale("run", "--resume", str(out), "--no-progress", "--json"), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(records) == 6 and len({r["id"] for r in records}) == 6
+    assert json.loads(done.stdout)["resumed"] is True
+
+
 @pytest.mark.slow
 def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
@@ -97,13 +158,18 @@ def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> N
     assert 1 <= finished_before < 8
 
     done = subprocess.run(
-        _ttscale("run", "--resume", str(out), "--no-progress", "--json"),
+        _ttscale("run", "--resume", str(out), "--json"),
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
+    # The terminal shows ttscale's progress (tokens, problems, requests in flight), not the engine's logs,
+    # which are in the run directory.
+    assert "tokens" in done.stderr and "problems 8/8, 0 requests in flight" in done.stderr, done.stderr[-2000:]
+    assert "INFO" not in done.stderr and "WARNING" not in done.stderr, done.stderr[-2000:]
+    assert "INFO" in (out / "engine.log").read_text(errors="replace")
     records = [json.loads(line) for line in results.read_text().splitlines()]
     assert len(records) == 8 and len({r["id"] for r in records}) == 8
     assert all(r["ledger"]["generated_tokens"] <= 2000 for r in records)

@@ -34,6 +34,14 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+class Stopped(Exception):
+    """The run was stopped by a signal after saving what it finished: one line, the signal's exit code."""
+
+    def __init__(self, message: str, *, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse prints the usage block before its error; we print only the one line."""
 
@@ -70,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, BudgetError, UnknownNameError, ModelError) as exc:
         print(f"ttscale: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    except Stopped as exc:
+        print(f"ttscale: {_one_line(exc)}", file=sys.stderr)
+        return exc.code
     except KeyboardInterrupt:
         print(
             "ttscale: interrupted (finished problems are saved; continue with --resume DIR)", file=sys.stderr

@@ -9,10 +9,11 @@ import sys
 from dataclasses import fields, replace
 from typing import Any
 
-from ttscale.cli import UsageError
+from ttscale.cli import Stopped, UsageError
 from ttscale.distributed import DistributedConfig, DistributedError
-from ttscale.engine.base import EngineConfig, EngineFatalError
+from ttscale.engine.base import EngineConfig, EngineFatalError, environ_defaults
 from ttscale.engine.openai import OpenAIConfig
+from ttscale.logs import Terminal, capture_output
 from ttscale.registry import UnknownNameError
 from ttscale.runner import (
     Prepared,
@@ -24,7 +25,8 @@ from ttscale.runner import (
     record_engine,
     write_config,
 )
-from ttscale.storage import RunDir, StorageError
+from ttscale.signals import StopSignals
+from ttscale.storage import ENGINE_LOG, RunDir, StorageError
 
 _ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
 #: --backend openai settings (OpenAIConfig fields besides base_url and model).
@@ -70,6 +72,8 @@ def register(sub: Any) -> None:
     for flag, (kind, text) in {**_SERVER_FLAGS, **_RAY_FLAGS}.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the engine's own logs here instead of in the run directory's engine.log")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=cmd_run)
 
@@ -129,8 +133,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RecursionError:
         raise UsageError("run: an input file is nested too deeply to read") from None
 
+    stop = StopSignals()
     try:
-        summary = asyncio.run(_run(prepared, run_dir, resuming=resuming, distributed=distributed, args=args))
+        summary = asyncio.run(_run(prepared, run_dir, resuming=resuming, distributed=distributed, args=args, stop=stop))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # SIGINT or SIGTERM: the engine was shut down on the way out; end whatever it left behind.
+        stop.end_children()
+        raise Stopped(f"stopped by {stop.name or 'SIGINT'}{_saved_hint(run_dir)}", code=stop.exit_code) from None
     except ValueError as exc:  # a run directory that cannot be used (held by another run, edited by hand)
         raise UsageError(str(exc)) from None
     except (EngineFatalError, DistributedError) as exc:  # the server or the cluster gave out: say what is kept
@@ -138,7 +147,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except StorageError as exc:  # disk full, permissions: say what is kept and how to go on
         raise StorageError(exc.errno, f"{exc.strerror}{_saved_hint(run_dir)}") from None
     print(json.dumps(summary, indent=2) if args.json else format_table(summary))
-    print(f"results: {run_dir.path}", file=sys.stderr)
+    log = run_dir.path / ENGINE_LOG
+    print(f"results: {run_dir.path}" + (f" (engine log: {log})" if log.is_file() else ""), file=sys.stderr)
     return 0
 
 
@@ -149,34 +159,57 @@ async def _run(
     resuming: bool,
     distributed: DistributedConfig | None,
     args: argparse.Namespace,
+    stop: StopSignals,
 ) -> dict[str, Any]:
-    from ttscale.engine import start_engine
-
-    progress = not args.no_progress
+    stop.install(asyncio.get_running_loop())
     created = not run_dir.path.exists()
     with run_dir.open_for_writing():
         if not resuming:  # before the engine starts: a run killed while it starts can be resumed
             write_config(run_dir, prepared)
+        # The engine's start-up chatter goes to the run's log (kept even when the run is discarded:
+        # it says why the engine failed); the terminal keeps the progress bar and the summary.
+        log = None if args.verbose else run_dir.path / ENGINE_LOG
         try:
-            if distributed is not None:
-                from ttscale.distributed import run_distributed
-
-                summary, engines = await run_distributed(prepared, run_dir, distributed, progress=progress)
-                if not resuming:
-                    record_engine(run_dir, {"workers": engines})
-                return summary
-            engine = await start_engine(prepared.spec.engine_config())
-            try:
-                if not resuming:
-                    record_engine(run_dir, engine.describe())
-                return await execute(prepared, engine, run_dir, progress=progress)
-            finally:
-                await engine.close()
+            with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log) as terminal:
+                return await _serve(prepared, run_dir, resuming=resuming, distributed=distributed,
+                                    progress=not args.no_progress, terminal=terminal)
         except BaseException:
             if not resuming and not run_dir.records():
-                # A new run that finished nothing leaves nothing behind, so the same --out works again.
+                # A new run that finished nothing leaves no run behind, so the same --out works again.
                 run_dir.discard(remove_dir=created)
             raise
+
+
+async def _serve(
+    prepared: Prepared,
+    run_dir: RunDir,
+    *,
+    resuming: bool,
+    distributed: DistributedConfig | None,
+    progress: bool,
+    terminal: Terminal,
+) -> dict[str, Any]:
+    """Start the engine (or the Ray workers), run the problems, and shut the engine down whatever happens."""
+    from ttscale.engine import start_engine
+
+    if distributed is not None:
+        from ttscale.distributed import run_distributed
+
+        summary, engines = await run_distributed(
+            prepared, run_dir, distributed, progress=progress, progress_file=terminal.err
+        )
+        if not resuming:
+            record_engine(run_dir, {"workers": engines})
+        return summary
+    log = run_dir.path / ENGINE_LOG
+    print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
+    engine = await start_engine(prepared.spec.engine_config())
+    try:
+        if not resuming:
+            record_engine(run_dir, engine.describe())
+        return await execute(prepared, engine, run_dir, progress=progress, progress_file=terminal.err)
+    finally:
+        await engine.close()
 
 
 def _saved_hint(run_dir: RunDir) -> str:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ttscale.budget import Ledger, Role
+from ttscale.evals.base import extraction_of
 from ttscale.types import Completion, Generation, Problem, Sample, SamplingParams
 
 T = TypeVar("T")
@@ -81,10 +82,12 @@ class Context:
 
     def sample(self, completion: Completion, *, score: float | None = None) -> Sample:
         """A finished candidate: the completion with its extracted answer and a selection score."""
+        answer, rule = extraction_of(self.task, completion.text)
         return Sample(
             text=completion.text,
-            answer=self.task.extract(completion.text),
+            answer=answer,
             num_tokens=completion.num_tokens,
             score=score,
             finish_reason=completion.finish_reason,
+            extraction=rule,
         )

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
@@ -26,6 +26,7 @@ from ttscale.engine.base import Engine, EngineConfig, Prompt, is_fatal
 from ttscale.engine.openai import OpenAIConfig
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
+from ttscale.progress import Progress
 from ttscale.storage import CONFIG, SUMMARY, RunDir, RunDirError
 from ttscale.summary import summarize
 from ttscale.types import Answer, Generation, Problem, RunRecord, SamplingParams
@@ -203,21 +204,48 @@ def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: the run differs in {detail}")
 
 
-async def execute(prepared: Prepared, engine: Engine, run_dir: RunDir, *, progress: bool = True) -> dict[str, Any]:
+async def execute(
+    prepared: Prepared, engine: Engine, run_dir: RunDir, *, progress: bool = True, progress_file: IO[str] | None = None
+) -> dict[str, Any]:
     """Run every unfinished problem on `engine`, append its record as it finishes, and write summary.json."""
+    tracker: Progress | None = None
 
     async def solver(problem: Problem) -> dict[str, Any]:
-        return (await solve(prepared, engine, problem)).to_json()
+        return (await solve(prepared, engine, problem, progress=tracker)).to_json()
 
-    return await run_problems(prepared, run_dir, solver, concurrency=prepared.spec.concurrency, progress=progress)
+    def started(live: Progress) -> None:
+        nonlocal tracker
+        tracker = live
+
+    return await run_problems(
+        prepared,
+        run_dir,
+        solver,
+        concurrency=prepared.spec.concurrency,
+        progress=progress,
+        progress_file=progress_file,
+        on_progress=started,
+    )
 
 
 async def run_problems(
-    prepared: Prepared, run_dir: RunDir, solver: Solver, *, concurrency: int, progress: bool = True
+    prepared: Prepared,
+    run_dir: RunDir,
+    solver: Solver,
+    *,
+    concurrency: int,
+    progress: bool = True,
+    progress_file: IO[str] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> dict[str, Any]:
-    """Solve the unfinished problems, at most `concurrency` at once; this process alone appends their records."""
+    """Solve the unfinished problems, at most `concurrency` at once; this process alone appends their records.
+
+    `on_progress` receives the live progress tracker, for solvers that report each request to it;
+    without one, a problem's tokens are counted when its record comes back.
+    """
     spec = prepared.spec
-    todo = [p for p in prepared.problems if p.id not in run_dir.finished_ids()]
+    finished = run_dir.finished_ids()
+    todo = [p for p in prepared.problems if p.id not in finished]
     if prepared.total is not None:
         # One pool for the problems this call runs; a resumed run's finished problems keep their spend counted.
         wanted = {p.id for p in prepared.problems}
@@ -226,14 +254,25 @@ async def run_problems(
                                   for r in run_dir.records() if r.get("id") in wanted)
         prepared.pool.extra["problems"] = len(todo)  # what an allocator (strategy adaptive) plans for
     semaphore = asyncio.Semaphore(concurrency)
-    bar = _progress_bar(len(prepared.problems), len(prepared.problems) - len(todo), enabled=progress)
+    tracker = Progress(
+        problems=len(prepared.problems),
+        done=len(prepared.problems) - len(todo),
+        token_budget=_token_budget(prepared, len(todo)),
+        enabled=progress,
+        file=progress_file,
+    )
+    live = on_progress is not None
+    if on_progress is not None:
+        on_progress(tracker)
     started = time.perf_counter()
 
     async def one(problem: Problem) -> None:
         async with semaphore:
             record = await solver(problem)
         run_dir.append(record)
-        bar.update(1)
+        if not live:  # the solver ran elsewhere (a Ray worker): its tokens are counted when it is done
+            tracker.add_tokens(int((record.get("ledger") or {}).get("generated_tokens", 0)))
+        tracker.problem_done()
 
     tasks = [asyncio.ensure_future(one(p)) for p in todo]
     try:
@@ -243,7 +282,7 @@ async def run_problems(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        bar.close()
+        tracker.close()
     wanted = {p.id for p in prepared.problems}
     records = [r for r in run_dir.records() if r.get("id") in wanted]
     summary = summarize(records, budget=prepared.budget, wall_seconds=time.perf_counter() - started)
@@ -259,13 +298,15 @@ async def run_problems(
     return summary
 
 
-async def solve(prepared: Prepared, engine: Engine, problem: Problem) -> RunRecord:
+async def solve(
+    prepared: Prepared, engine: Engine, problem: Problem, *, progress: Progress | None = None
+) -> RunRecord:
     """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run.
 
     An engine that is gone (`is_fatal`) stops the run instead: recorded, the problem would count as finished.
     """
     ledger = prepared.ledger()
-    seeded = ProblemEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id)
+    seeded = ProblemEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id, progress=progress)
     ctx = Context(problem=problem, task=prepared.task, engine=seeded, ledger=ledger)
     started = time.perf_counter()
     error = None
@@ -320,15 +361,25 @@ class ProblemEngine:
     problem's samples are the same with 1 worker or 8 and when a dead worker's problem is redone.
     """
 
-    def __init__(self, engine: Engine, *, run_seed: int, problem_id: str) -> None:
+    def __init__(self, engine: Engine, *, run_seed: int, problem_id: str, progress: Progress | None = None) -> None:
         self._engine = engine
+        self._progress = progress
         self._prefix = f"{run_seed}\x00{problem_id}\x00".encode()
         self._seen: Counter[bytes] = Counter()
 
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         if seed is None:
             seed = self.seed_for(prompt, params)
-        return await self._engine.generate(prompt, params, seed=seed)
+        if self._progress is None:
+            return await self._engine.generate(prompt, params, seed=seed)
+        self._progress.request_started()
+        generated = 0
+        try:
+            generation = await self._engine.generate(prompt, params, seed=seed)
+            generated = sum(c.num_tokens for c in generation.completions)
+            return generation
+        finally:
+            self._progress.request_finished(generated)
 
     def seed_for(self, prompt: Prompt, params: SamplingParams) -> int:
         """The next request's seed (counts it: the same request asked again gets a fresh seed)."""
@@ -411,7 +462,9 @@ def default_out(spec: RunSpec) -> Path:
     return Path("runs") / f"{spec.strategy}-{task}-{spec.budget}-{stamp}"
 
 
-def _progress_bar(total: int, initial: int, *, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, desc="problems", unit="pb", disable=not enabled, file=sys.stderr)
+def _token_budget(prepared: Prepared, problems: int) -> float | None:
+    """The most tokens `problems` problems may generate, when the budget is in tokens (else None)."""
+    if prepared.budget.unit != "tokens":
+        return None
+    most = prepared.budget.limit * problems
+    return min(most, prepared.total.limit) if prepared.total is not None else most

@@ -21,6 +21,8 @@ from typing import IO, Any
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+ENGINE_LOG = "engine.log"
+"""What the engine and its libraries printed (start-up, warnings); `ttscale run --verbose` shows it instead."""
 _LOCK = ".lock"
 
 
@@ -82,7 +84,9 @@ class RunDir:
             self._lock.close()
 
     def discard(self, *, remove_dir: bool = False) -> None:
-        """Remove the files of a run that finished no problem (never one that did)."""
+        """Remove the files of a run that finished no problem (never one that did).
+
+        The engine log stays: it says why the run failed (the directory is then kept for it)."""
         if self.records():
             raise RunDirError(f"{str(self.path)!r} holds finished problems; it is not discarded")
         for name in (RESULTS, CONFIG, SUMMARY, _LOCK):

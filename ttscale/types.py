@@ -115,6 +115,8 @@ class Sample:
     score: float | None = None
     """The selection score the strategy used (mean log-prob, verifier score, ...)."""
     finish_reason: FinishReason = "stop"
+    extraction: str | None = None
+    """The rule that found `answer` (`boxed`, `hashes`, `answer_phrase`, `math_span`, `final_number`), or None."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -145,6 +145,44 @@ def _undecorated(text: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# Prose and code: a prediction is an answer, not a text that happens to contain one.
+
+_TEXT_CONTENT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
+_LETTER_RUN = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_ANY_WORD = re.compile(r"[A-Za-z]{2,}")
+# Two-letter runs are usually products of variables (`2xy`); these are English, and mean prose.
+_SHORT_PROSE = frozenset(
+    {"am", "an", "as", "at", "be", "by", "do", "he", "if", "in", "is", "it", "me", "my", "no", "of", "on"}
+    | {"or", "so", "to", "up", "us", "we"}
+)
+_MATH_NAMES = frozenset(
+    {"sqrt", "exp", "log", "sin", "cos", "tan", "sec", "csc", "cot", "sinh", "cosh", "tanh", "arcsin"}
+    | {"arccos", "arctan", "mod", "gcd", "lcm", "max", "min", "inf", "infty", "infinity", "deg", "det", "lim"}
+    | {"pi", "ln"}
+)
+
+
+def prose_words(text: str) -> set[str]:
+    """Words of natural language or code in `text` (lower case): letter runs that are neither LaTeX
+    commands, nor the content of `\\text{…}` (a unit: `5\\text{ cm}`), nor function names, nor
+    two-letter products of variables."""
+    bare = _TEXT_CONTENT.sub(" ", text)
+    runs = (w.lower() for w in _LETTER_RUN.findall(bare))
+    return {w for w in runs if (len(w) >= 3 or w in _SHORT_PROSE) and w not in _MATH_NAMES}
+
+
+def unsupported_words(prediction: str, reference: str) -> set[str]:
+    """The prediction's prose words that the reference does not use itself.
+
+    Non-empty means the prediction is a sentence or code rather than an answer ("it is 12 apples,
+    not 5", `os.system('… pytest-0')`): such a text is not equal to a reference merely because a
+    symbolic parser finds one of its numbers (or reads `banana 0` as b·a·n·a·n·a·0 = 0).
+    """
+    used = {w.lower() for w in _ANY_WORD.findall(reference)}
+    return prose_words(prediction) - used
+
+
+# ---------------------------------------------------------------------------------------------
 # Hostile input: cheap structural checks that refuse what a symbolic engine cannot finish.
 
 _TOWER_TOKEN = re.compile(r"\d+|\^|\{|\}|!|\s+|.", re.DOTALL)

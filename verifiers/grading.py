@@ -1,12 +1,14 @@
 """Answer equivalence: `math_equal(prediction, reference)`, bounded in time on any input.
 
-Three stages, cheapest first (a prediction passed as a sentence without math delimiters,
-"The answer is 5", is first reduced to its answer with `extract_answer`):
+Three stages, cheapest first (a prediction passed as a sentence that states its answer, "The
+answer is 5", is first reduced to that answer; one that states none is not guessed at):
 
 1. in process, microseconds: light canonical forms and exact rational literals decide most pairs
    (`025` = `25`, `\\dfrac{1}{2}` = `0.5`, `24` ≠ `25`) — see `canonical.py`;
 2. in process, microseconds: inputs that are too long, too deeply nested, or write astronomic
-   literals (`10^{10^{10^{10}}}`) are refused: False;
+   literals (`10^{10^{10^{10}}}`) are refused: False; so is prose or code (words the reference does
+   not use: "it is 12 apples, not 5" is not the answer 5, and a symbolic parser would read
+   `banana 0` as a product equal to 0);
 3. everything else goes to math-verify in a pool of worker processes, each call with a deadline;
    a worker that overruns is killed and replaced, and the call answers False.
 
@@ -20,14 +22,13 @@ import asyncio
 import collections
 import importlib.util
 import math
-import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ttscale.evals.extract import extract_answer
-from ttscale.verifiers.canonical import fast_verdict, nesting_depth, too_large
+from ttscale.evals.extract import extract
+from ttscale.verifiers.canonical import fast_verdict, nesting_depth, prose_words, too_large, unsupported_words
 from ttscale.verifiers.normalize import normalized_equal
 from ttscale.verifiers.pool import Outcome, PoolConfig, WorkerPool
 
@@ -77,6 +78,8 @@ class GradingStats:
     """Decided in process by the exact/numeric path."""
     refused: int = 0
     """Refused as hostile or oversized (False)."""
+    prose: int = 0
+    """Refused as a sentence or code rather than an answer: words the reference does not use (False)."""
     worker: int = 0
     """Handed to the math-verify worker pool (whatever came of it: the next three count failures)."""
     timeouts: int = 0
@@ -192,6 +195,8 @@ class Grader:
             verdict = fast_verdict(prediction, reference)
             if verdict is not None:
                 return self._count("fast", verdict)
+        if unsupported_words(prediction, reference):
+            return self._count("prose", False)
         if (
             nesting_depth(prediction) > self.config.max_depth
             or nesting_depth(reference) > self.config.max_depth
@@ -242,23 +247,21 @@ class Grader:
             return self._pool
 
 
-_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
-_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}")
-
-
 def _answer_of(prediction: str | None) -> str | None:
-    """A prediction written as prose without math delimiters ("The answer is 5") -> its answer.
+    """A prediction that is a sentence stating its answer ("The answer is $5$", "so \\boxed{5}.") -> that answer.
 
-    Predictions are meant to be extracted answers already; this only rescues callers that pass
-    a sentence. Text with `$`, `\\boxed` or `\\(` is left to math-verify's own extraction.
+    Predictions are meant to be extracted answers already; this only rescues callers that pass a
+    sentence, with the rules that name an answer (a box, `#### N`, "answer is"), never the last
+    number or math span: a sentence that states no answer stays as it is, and is refused.
     """
-    if not isinstance(prediction, str) or len(prediction) > 2_000:
+    if not isinstance(prediction, str) or len(prediction) > 2_000 or not prose_words(prediction):
         return prediction
-    if "$" in prediction or "\\boxed" in prediction or "\\(" in prediction:
-        return prediction
-    if len(_WORD.findall(_TEXT_COMMAND.sub(" ", prediction))) < 3:
-        return prediction
-    return extract_answer(prediction) or prediction
+    found = extract(prediction)
+    return found.answer if found.answer is not None and found.rule in _STATED else prediction
+
+
+#: Extraction rules by which a sentence names its answer itself.
+_STATED = ("boxed", "hashes", "answer_phrase")
 
 
 def _as_text(reference: object) -> str:

@@ -44,15 +44,18 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`vllm serve` of the embedded model on a loopback port; yields its API root."""
+    from ttscale.engine.cpu import plan
     from ttscale.models import resolve_model
 
     model = resolve_model("embedded")
     port = _free_port()
+    cpu = plan("auto")  # the dtype and cores ttscale's own engine would take on this CPU (bf16 only if native)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
+    env.setdefault("VLLM_CPU_OMP_THREADS_BIND", cpu.threads_bind)
     command = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model, "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),
-        "--dtype", "bfloat16", "--enforce-eager", "--block-size", "32", "--max-model-len", "1024",
+        "--dtype", cpu.dtype, "--enforce-eager", "--block-size", "32", "--max-model-len", "1024",
         "--enable-prompt-tokens-details", "--seed", "0",
         "--no-enable-chunked-prefill",  # seeded requests crash vllm-cpu when a prefill is split
     ]  # fmt: skip

@@ -80,3 +80,30 @@ def test_describe_names_versions(sync_engine: Any) -> None:
     info = sync_engine.engine.describe()
     assert info["backend"] == "vllm" and info["device"] == "cpu"
     assert info["vllm_version"] and info["config"]["block_size"] is None
+
+
+def test_the_cpu_engine_runs_the_dtype_and_cores_its_plan_chose(sync_engine: Any) -> None:
+    import os
+
+    import psutil
+
+    from ttscale.engine.cpu import plan
+
+    info = sync_engine.engine.describe()["cpu"]
+    expected = plan("auto", environ={})
+    assert info["dtype"] == expected.dtype and info["dtype_reason"] == expected.dtype_reason
+    assert info["threads_bind"] == expected.threads_bind
+    assert str(sync_engine.engine._llm.model_config.dtype).removeprefix("torch.") == expected.dtype
+    # vLLM pins each compute thread to one core: those cores are every usable one (its own default leaves one
+    # out for the scheduler), unless the user chose a binding for this test session.
+    pinned: set[int] = set()
+    for child in psutil.Process().children(recursive=True):
+        for thread in child.threads():
+            try:
+                cores = os.sched_getaffinity(thread.id)
+            except OSError:  # the thread ended meanwhile
+                continue
+            if len(cores) == 1:
+                pinned |= cores
+    if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+        assert pinned == set(os.sched_getaffinity(0)), f"compute threads pinned to {sorted(pinned)}"

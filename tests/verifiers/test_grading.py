@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -143,7 +144,9 @@ def test_equal_hostile_strings_are_still_equal(grader: Grader) -> None:
 
 
 def test_model_text_is_never_run_as_code(grader: Grader, tmp_path: Path) -> None:
-    marker = tmp_path / "pwned"
+    # Digits in the path on purpose (pytest names its first folder `pytest-0`): a number inside code
+    # must never make the code equal to it, whatever the machine's temporary folders are called.
+    marker = tmp_path / "pytest-0" / "run-0" / "pwned"
     payloads = [
         f"__import__('os').system('touch {marker}')",
         f"exec(\"open('{marker}', 'w')\")",
@@ -153,6 +156,46 @@ def test_model_text_is_never_run_as_code(grader: Grader, tmp_path: Path) -> None
     for payload in payloads:
         assert math_equal(payload, "0") is False
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference"),
+    [
+        ("I think it is 12 apples not 5", "5"),
+        ("I think it is 12 apples not 5", "12"),
+        ("banana 0", "0"),  # a symbolic parser reads b·a·n·a·n·a·0 = 0
+        ("it is 3 or 4", "4"),
+        ("12 or 5", "5"),
+        ("maybe 7, maybe 8", "8"),
+        ("see /tmp/pytest-of-root/pytest-0/test_x0/result.json", "0"),
+        ("/home/user/data/v2/file3.txt", "3"),
+        ("print(2 + 3)", "5"),
+        ("import os; os.system('rm -rf /tmp/run5')", "5"),
+        ("$x = 2$ or $x = 5$, not sure", "5"),
+        ("we get $1/2$.", "\\frac{1}{2}"),  # a sentence naming no answer: extract first (rule math_span)
+    ],
+)
+def test_prose_and_code_are_not_equal_to_a_number_they_contain(grader: Grader, prediction: str, reference: str) -> None:
+    assert math_equal(prediction, reference) is False
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference"),
+    [
+        ("The answer is 5", "5"),
+        ("The answer is $\\frac12$.", "0.5"),
+        ("so \\boxed{25}.", "25"),
+        ("18 dollars", "18"),
+        ("5\\text{ cm}", "5"),
+        ("x^2+2xy+y^2", "(x+y)^2"),
+        ("\\sin x", "\\sin(x)"),
+        ("Evelyn", "\\text{Evelyn}"),
+        ("3 and 4", "3 and 4"),
+        ("(-\\infty, 3]", "(-\\infty,3]"),
+    ],
+)
+def test_answers_and_sentences_stating_one_stay_equal(grader: Grader, prediction: str, reference: str) -> None:
+    assert math_equal(prediction, reference) is True
 
 
 def test_threads_share_the_pool_and_each_call_is_bounded(private_grader: Grader) -> None:
@@ -287,7 +330,14 @@ def test_a_forked_child_starts_its_own_pool_and_leaves_the_parents_alone(private
         finally:
             os._exit(0)
     os.close(write_end)
-    os.waitpid(pid, 0)
+    # Forking a process that runs threads can deadlock the child: bounded, so it fails instead of hanging.
+    deadline = time.monotonic() + 120
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not finish within 120 s")
+        time.sleep(0.05)
     assert os.read(read_end, 1) == b"1"
     os.close(read_end)
     restarts = private_grader.restarts()

