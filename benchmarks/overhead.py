@@ -5,7 +5,11 @@ template) and the same sampling settings; ttscale adds the ledger, answer extrac
 selection and the fsynced results file. Rounds alternate (raw, ttscale, raw, ttscale, ...) so
 drift of the machine falls on both sides. Prints generated tokens per second and the ratio.
 
-    python benchmarks/overhead.py [--problems 20] [--n 16] [--max-tokens 128] [--rounds 2]
+    python benchmarks/overhead.py [--problems 20] [--n 16] [--max-tokens 128] [--rounds 2] [--dtype auto]
+
+The engine's CPU plan (dtype, cores its compute threads are bound to) is printed first. To measure vLLM's
+own defaults instead (bfloat16 on any CPU, threads on all cores but one), run it with
+`VLLM_CPU_OMP_THREADS_BIND=auto python benchmarks/overhead.py --dtype bfloat16`.
 """
 
 from __future__ import annotations
@@ -65,11 +69,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--dtype", default="auto", help="engine dtype (auto: bfloat16 only where the CPU has it)")
     args = parser.parse_args()
 
-    sync = SyncEngine()
+    sync = SyncEngine(dtype=args.dtype)
     engine = sync.engine
     assert isinstance(engine, VLLMEngine)
+    print("engine:", engine.describe().get("cpu", engine.device))
     spec = RunSpec(
         strategy="best_of_n",
         budget=str(

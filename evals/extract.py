@@ -189,6 +189,11 @@ def _final_math(text: str) -> str | None:
     return content
 
 
+def math_spans(text: str) -> list[str]:
+    """The contents of the math spans (`$…$`, `$$…$$`, `\\(…\\)`, `\\[…\\]`) in the last `MAX_SCAN` characters."""
+    return [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(text[-MAX_SCAN:])]
+
+
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     """The last match of `pattern` in `text` (matches are found left to right, without overlap)."""
     last = None

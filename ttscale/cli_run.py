@@ -166,8 +166,7 @@ async def _run(
     with run_dir.open_for_writing():
         if not resuming:  # before the engine starts: a run killed while it starts can be resumed
             write_config(run_dir, prepared)
-        # The engine's start-up chatter goes to the run's log (kept even when the run is discarded:
-        # it says why the engine failed); the terminal keeps the progress bar and the summary.
+        # The engine's start-up chatter goes to the run's log; the terminal keeps the progress bar and the summary.
         log = None if args.verbose else run_dir.path / ENGINE_LOG
         try:
             with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log) as terminal:
@@ -201,8 +200,9 @@ async def _serve(
         if not resuming:
             record_engine(run_dir, {"workers": engines})
         return summary
-    log = run_dir.path / ENGINE_LOG
-    print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
+    if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
+        log = run_dir.path / ENGINE_LOG
+        print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
     engine = await start_engine(prepared.spec.engine_config())
     try:
         if not resuming:

@@ -84,12 +84,10 @@ class RunDir:
             self._lock.close()
 
     def discard(self, *, remove_dir: bool = False) -> None:
-        """Remove the files of a run that finished no problem (never one that did).
-
-        The engine log stays: it says why the run failed (the directory is then kept for it)."""
+        """Remove the files of a run that finished no problem (never one that did)."""
         if self.records():
             raise RunDirError(f"{str(self.path)!r} holds finished problems; it is not discarded")
-        for name in (RESULTS, CONFIG, SUMMARY, _LOCK):
+        for name in (RESULTS, CONFIG, SUMMARY, ENGINE_LOG, _LOCK):
             with contextlib.suppress(OSError):
                 (self.path / name).unlink()
         if remove_dir:

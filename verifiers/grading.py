@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ttscale.evals.extract import extract
+from ttscale.evals.extract import extract, math_spans
 from ttscale.verifiers.canonical import fast_verdict, nesting_depth, prose_words, too_large, unsupported_words
 from ttscale.verifiers.normalize import normalized_equal
 from ttscale.verifiers.pool import Outcome, PoolConfig, WorkerPool
@@ -251,17 +251,18 @@ def _answer_of(prediction: str | None) -> str | None:
     """A prediction that is a sentence stating its answer ("The answer is $5$", "so \\boxed{5}.") -> that answer.
 
     Predictions are meant to be extracted answers already; this only rescues callers that pass a
-    sentence, with the rules that name an answer (a box, `#### N`, "answer is"), never the last
-    number or math span: a sentence that states no answer stays as it is, and is refused.
+    sentence, with the rules that name an answer (a box, `#### N`, "answer is") or a sentence's only
+    math span ("we get $1/2$"), never the last number or the last of several spans ("$x=2$ or $x=5$"):
+    a sentence that states no single answer stays as it is, and is refused.
     """
     if not isinstance(prediction, str) or len(prediction) > 2_000 or not prose_words(prediction):
         return prediction
     found = extract(prediction)
-    return found.answer if found.answer is not None and found.rule in _STATED else prediction
-
-
-#: Extraction rules by which a sentence names its answer itself.
-_STATED = ("boxed", "hashes", "answer_phrase")
+    if found.answer is None:
+        return prediction
+    if found.rule in ("boxed", "hashes", "answer_phrase"):
+        return found.answer
+    return found.answer if found.rule == "math_span" and len(math_spans(prediction)) == 1 else prediction
 
 
 def _as_text(reference: object) -> str:

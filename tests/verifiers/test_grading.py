@@ -172,7 +172,6 @@ def test_model_text_is_never_run_as_code(grader: Grader, tmp_path: Path) -> None
         ("print(2 + 3)", "5"),
         ("import os; os.system('rm -rf /tmp/run5')", "5"),
         ("$x = 2$ or $x = 5$, not sure", "5"),
-        ("we get $1/2$.", "\\frac{1}{2}"),  # a sentence naming no answer: extract first (rule math_span)
     ],
 )
 def test_prose_and_code_are_not_equal_to_a_number_they_contain(grader: Grader, prediction: str, reference: str) -> None:
@@ -190,6 +189,7 @@ def test_prose_and_code_are_not_equal_to_a_number_they_contain(grader: Grader, p
         ("x^2+2xy+y^2", "(x+y)^2"),
         ("\\sin x", "\\sin(x)"),
         ("Evelyn", "\\text{Evelyn}"),
+        ("we get $1/2$.", "\\frac{1}{2}"),  # a sentence's only math span is its answer
         ("3 and 4", "3 and 4"),
         ("(-\\infty, 3]", "(-\\infty,3]"),
     ],
