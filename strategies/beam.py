@@ -6,9 +6,11 @@ Scaling Model Parameters", arXiv:2408.03314 (2024), §5.2 (beam search against a
 Symbols: N beams (`n`); M beam width (`width`); r(s) the verifier's value of prefix s (its step
 scores aggregated, `last` by default as in the paper).
 1. sample N first steps;  2. score them;  3. keep the N/M prefixes with the highest r;
-4. sample M next steps from each kept prefix (N candidates again) and go to 2.
+4. sample N next steps from the kept prefixes (M each; when fewer than N/M are left, the
+   survivors share the N, as search-and-learn pads its beams back to N) and go to 2.
 A candidate that ends its solution (EOS) or hits a path limit leaves the beam for the finished
-set. Stops when N solutions have finished, no prefix is left, `max_steps` is reached, or the
+set. The last iteration (depth `max_steps`) runs every surviving beam to the end of its solution,
+as search-and-learn's does. Stops when N solutions have finished, no prefix is left, or the
 budget ends. The answer is selected over the finished solutions (`select`, weighted by r).
 With `n` unset, N = B / max_tokens rounded down to a multiple of M (best-of-N's N).
 """
@@ -58,7 +60,9 @@ async def beam(problem: Problem, ctx: Context, p: BeamParams) -> Answer:
         if len(finished) >= n or not active or not search.can_expand:
             break
         beams = search.top(active, keep)
-        groups = await search.expand(beams, width)
+        shares = [n // len(beams) + (i < n % len(beams)) for i in range(len(beams))]  # M each, or padded to N
+        last = max(b.depth for b in beams) + 1 >= p.max_steps
+        groups = await search.expand(beams, shares, to_end=last)
         candidates = [child for group in groups for child in group]
         active = [] if candidates else beams  # no child at all: the budget ended inside the step
     return await search.answer(finished + active, info={"n": n, "width": width})

@@ -6,10 +6,12 @@ Beeching, Tunstall, Rush, "Scaling test-time compute with open models", Hugging 
 Symbols: N the total candidates per step (`n`); M the width of each subtree (`width`);
 N/M independent subtrees. Each subtree is searched greedily: from its current prefix, sample
 M next steps, keep the single one with the highest verifier value r, repeat until the solution
-ends, a path limit cuts it, or the budget ends. Splitting N into independent greedy subtrees
-keeps the N/M final solutions diverse where one beam of N/M would collapse onto one prefix.
-All subtrees' requests of a step go out together. The answer is selected over the N/M final
-solutions (`select`). With `n` unset, N = B / max_tokens rounded down to a multiple of M.
+ends, a path limit cuts it, or the budget ends; the last iteration (depth `max_steps`) runs each
+subtree to the end of its solution. Splitting N into independent greedy subtrees keeps the final
+solutions diverse where one beam of N/M would collapse onto one prefix. All subtrees' requests
+of a step go out together. As in search-and-learn, the answer is selected (`select`) over all N
+final leaves: every subtree's last M candidates, not only its best one.
+With `n` unset, N = B / max_tokens rounded down to a multiple of M.
 """
 
 from __future__ import annotations
@@ -40,19 +42,22 @@ async def dvts(problem: Problem, ctx: Context, p: DVTSParams) -> Answer:
     (first,) = await search.expand([search.root], n)
     groups = [first[i * width : (i + 1) * width] for i in range(subtrees)]
     heads: list[Node | None] = [None] * subtrees  # each subtree's current prefix
+    leaves: list[list[Node]] = [[] for _ in range(subtrees)]  # each subtree's latest M candidates
     while True:
         await search.score([c for group in groups for c in group])
         for i, group in enumerate(groups):
             if group:
                 heads[i] = search.top(group, 1)[0]  # greedy: the best of its M
+                leaves[i] = group
         open_ = [(i, head) for i, head in enumerate(heads) if head is not None and not head.terminal]
         if not open_ or not search.can_expand:
             break
-        expanded = await search.expand([head for _, head in open_], width)
+        last = max(head.depth for _, head in open_) + 1 >= p.max_steps
+        expanded = await search.expand([head for _, head in open_], width, to_end=last)
         if not any(expanded):
             break
         groups = [[] for _ in range(subtrees)]
         for (i, _), children in zip(open_, expanded, strict=True):
             groups[i] = children
-    finals = [head for head in heads if head is not None]
+    finals = [leaf for group in leaves for leaf in group]
     return await search.answer(finals, info={"n": n, "width": width, "subtrees": subtrees})

@@ -62,6 +62,19 @@ def _ttscale(*args: str) -> list[str]:
     return [sys.executable, "-m", "ttscale.cli", *args]
 
 
+def _start_until_some_finished(args: list[str], out: Path, *, problems: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start `ttscale run` as a session leader; return once some but not all of its problems are saved."""
+    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.is_file() and 1 <= results.read_text().count("\n") < problems:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended too early: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
+    return proc, results
+
+
 def _session_processes(session: int) -> list[str]:
     """The live processes of a session (the CLI was started as its leader), as "pid name" strings."""
     import psutil
@@ -84,14 +97,7 @@ def test_a_signal_stops_the_run_ends_the_engine_and_resume_finishes(
     out = tmp_path / "run"
     args = ["run", "--strategy", "self_consistency", "--budget", "1k", "--param", "max_tokens=64"]
     args += ["--task", "arithmetic", "--limit", "6", "--concurrency", "1", "--out", str(out)]
-    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    results = out / "results.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if results.is_file() and 1 <= results.read_text().count("\n") < 6:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, f"the run ended before the signal: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
+    proc, results = _start_until_some_finished(args, out, problems=6)
     assert len(_session_processes(proc.pid)) > 1  # the CLI and vLLM's engine process(es)
     sent = time.monotonic()
     proc.send_signal(signum)  # to the CLI alone, as a scheduler's preemption does
@@ -142,16 +148,7 @@ def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> N
         str(out),
         "--no-progress",
     ]
-    proc = subprocess.Popen(
-        _ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    results = out / "results.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if results.is_file() and 1 <= results.read_text().count("\n") < 8:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, f"the run ended before it could be killed: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
+    proc, results = _start_until_some_finished(args, out, problems=8)
     os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the CLI and vLLM's engine process
     proc.wait()
     finished_before = results.read_text().count("\n")

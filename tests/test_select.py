@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ttscale.select import best_scored, majority_vote, weighted_vote
+from ttscale.select import best_scored, majority_vote, normalize_answer, weighted_vote
 from ttscale.types import Sample
 
 
@@ -26,3 +26,34 @@ def test_weighted_vote_and_best_score() -> None:
     best = best_scored(samples)
     assert best is not None and best.answer == "1"
     assert best_scored([s(None, 1.0)]) is None
+
+
+def test_equal_values_are_one_vote_whatever_their_form() -> None:
+    samples = [s(a) for a in ["3", "1/2", "0.5", "\\frac{1}{2}"]]
+    prediction, votes = majority_vote(samples)
+    assert prediction == "1/2" and sorted(votes.values()) == [1, 3]
+    scored = [s(a, w) for a, w in [("3", 0.9), ("0.5", 0.5), ("$\\dfrac12$", 0.5)]]
+    assert weighted_vote(scored)[0] == "0.5"  # 1.0 for one half against 0.9 for three
+
+
+def test_vote_keys_agree_with_the_grader_and_keep_distinct_answers_apart() -> None:
+    from ttscale.verifiers import math_equal
+
+    same = [("1,234", "1234"), ("5.", "5"), ("\\frac{10}{2}", "5"), ("x^2 + 1", "$x^2+1$"), ("-0.25", "-\\frac14")]
+    for a, b in same:
+        assert normalize_answer(a) == normalize_answer(b) and math_equal(a, b), (a, b)
+    apart = [("(1,2)", "(12)"), ("1/3", "0.333"), ("2", "-2"), ("x+1", "x-1")]
+    for a, b in apart:
+        assert normalize_answer(a) != normalize_answer(b), (a, b)
+
+
+def test_a_256_sample_pool_is_counted_fast() -> None:
+    import time
+
+    answers = [f"\\frac{{{i % 17}}}{{{1 + i % 5}}}" if i % 3 else f"{i % 11}.0" for i in range(256)]
+    samples = [s(a, 0.5) for a in answers]
+    start = time.process_time()
+    for _ in range(20):
+        majority_vote(samples)
+        weighted_vote(samples)
+    assert (time.process_time() - start) / 20 < 0.05  # per pool, both votes: far below one engine step

@@ -160,6 +160,14 @@ def _report(fit: Any) -> str:
     for name, (value, low, high) in fit.derived.items():
         lines.append(f"{name:<10} {_g(value)}   {pct} CI [{_g(low)}, {_g(high)}]")
     lines.append(f"fit        R² {fit.r2:.5f}, RMSE {fit.rmse:.4g}")
+    if fit.law == "coverage" and "forms" in fit.details:
+        for form, values in fit.details["forms"].items():
+            line = "log c" if form == "log" else "log(−log c)"
+            better = "  ← better" if form == fit.details["better"] else ""
+            lines.append(
+                f"on {line:<12} a {values['a']:.4g}, b {values['b']:.4g}: R² {values['r2']:.5f}, "
+                f"RMSE {values['rmse']:.4g}{better}"
+            )
     if fit.law == "kinetics":
         lines.append(f"frontier   ({fit.details['scope']} level) cost range → model")
         for r in fit.details["owners"]:

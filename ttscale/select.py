@@ -9,8 +9,22 @@ from ttscale.types import Sample
 
 
 def normalize_answer(answer: str) -> str:
-    """The key under which answers are counted as the same vote (whitespace, commas, trailing dot)."""
-    return " ".join(answer.replace(",", "").split()).rstrip(".").strip()
+    """The key under which answers count as the same vote: the grader's canonical form (math delimiters,
+    spacing commands, `\\dfrac`, a trailing full stop dropped), and for a rational literal its exact
+    value, so `1/2`, `0.5`, `$\\frac{1}{2}$` and `\\dfrac12` are one vote and `1,234` is `1234`.
+
+    These are the pairs the grader's fast path calls equal (`math_equal` agrees on every one), found
+    in microseconds: a 256-sample pool is grouped without a symbolic engine.
+    """
+    from ttscale.verifiers.canonical import canonical, exact_number
+
+    form = canonical(answer[:_MAX_KEY])
+    number = exact_number(form)
+    return str(number[0]) if number is not None else form
+
+
+_MAX_KEY = 10_000
+"""Longer answers are grouped by their first characters (the grader refuses them anyway)."""
 
 
 def majority_vote(samples: Sequence[Sample]) -> tuple[str | None, dict[str, int]]:

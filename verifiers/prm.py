@@ -1,7 +1,9 @@
 """`prm`: process reward models served by vLLM's pooling runner (Qwen2.5-Math-PRM, Math-Shepherd style).
 
 The PRM reads the solution with a step tag after every step and classifies each tag position;
-the step's score is the probability of the positive class. It runs in its own vLLM engine
+the step's score is the probability of the positive class. A finished solution (best-of-N,
+weighted votes) is cut into steps at `delimiter` and its step scores aggregated (`aggregate`:
+last, min, prod or mean), as search-and-learn scores completions. It runs in its own vLLM engine
 (`runner="pooling"`), started on first use in the loop that uses it.
 
 Format (Qwen2.5-Math-PRM): system prompt, the question as the user turn, and the steps as the
@@ -24,6 +26,8 @@ from typing import Any, ClassVar
 from ttscale.context import Context
 from ttscale.engine.base import EngineConfig
 from ttscale.params import check_range
+from ttscale.search.score import AGGREGATES, Aggregate, aggregate
+from ttscale.search.steps import DEFAULT_DELIMITER, split_steps, unescape
 
 QWEN_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -48,6 +52,11 @@ class PRM:
     """CPU only: KV-cache space of the PRM's engine."""
     default: float = 0.5
     """Score of a step the PRM could not score (budget spent, or the prompt lost a step tag)."""
+    aggregate: Aggregate = "last"
+    """How a finished solution's step scores rank it (best-of-N, weighted votes): `last` (search-and-learn's
+    default, the PRM's verdict on the whole prefix), `min` (the weakest step), `prod`, or `mean`."""
+    delimiter: str = DEFAULT_DELIMITER
+    """Where a finished solution is cut into the steps the PRM scores (the search strategies' step delimiter)."""
     _engine: Any = field(default=None, repr=False)
     _step_tag_id: int = field(default=-1, repr=False)
     _starting: asyncio.Lock | None = field(default=None, repr=False)
@@ -57,6 +66,11 @@ class PRM:
 
     def __post_init__(self) -> None:
         check_range("default", self.default, 0, 1)
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
+        self.delimiter = unescape(self.delimiter)
+        if not self.delimiter:
+            raise ValueError("delimiter must be a non-empty string")
         if self.positive_class not in (0, 1):
             raise ValueError(f"positive_class must be 0 or 1, got {self.positive_class}")
 
@@ -96,9 +110,10 @@ class PRM:
         return [cache[tuple(steps)] if steps else [] for steps in candidates]
 
     async def score_outcomes(self, ctx: Context, solutions: Sequence[str]) -> list[float]:
-        # The PRM's verdict on a whole solution is its score at the last step tag.
-        scored = await self.score_steps(ctx, [[s] for s in solutions])
-        return [row[-1] for row in scored]
+        # A finished solution is scored as the searches score a path: step by step, then aggregated.
+        paths = [split_steps(s, delimiter=self.delimiter) or [s] for s in solutions]
+        scored = await self.score_steps(ctx, paths)
+        return [aggregate(row, self.aggregate) if row else self.default for row in scored]
 
     async def _score_path(self, ctx: Context, steps: tuple[str, ...]) -> list[float]:
         prompt = self._prompt(ctx.problem.question, steps)

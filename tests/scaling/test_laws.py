@@ -199,3 +199,21 @@ def test_power_law_handles_flop_scale_budgets() -> None:
 def test_bad_input_says_what_is_allowed(call: Callable, message: str) -> None:
     with pytest.raises(FitInputError, match=message):
         call()
+
+
+@pytest.mark.parametrize(("a", "b"), [(-1.2, -0.35), (-0.4, -0.8)])
+def test_coverage_is_fitted_in_both_linearisations_and_the_better_is_named(a: float, b: float) -> None:
+    exact = fit_coverage(k=KS, coverage=np.exp(a * KS**b), n_boot=0)
+    for form in ("log", "loglog"):  # on exact data both recover the law
+        values = exact.details["forms"][form]
+        assert values["a"] == pytest.approx(a, rel=1e-3) and values["b"] == pytest.approx(b, rel=1e-3)
+    noisy = fit_coverage(k=KS, coverage=coverage_data(np.random.default_rng(3), a, b, 200), n_boot=0)
+    forms = noisy.details["forms"]
+    assert forms["log"]["a"] == noisy.params["a"] and forms["log"]["rmse"] == noisy.rmse
+    assert noisy.details["better"] == min(forms, key=lambda f: forms[f]["rmse"])
+    assert forms["loglog"]["a"] == pytest.approx(a, rel=0.15) and forms["loglog"]["b"] == pytest.approx(b, rel=0.15)
+
+
+def test_the_loglog_form_needs_two_points_strictly_inside_zero_and_one() -> None:
+    fit = fit_coverage(k=[1, 2, 4], coverage=[0.5, 1.0, 1.0], n_boot=0)
+    assert set(fit.details["forms"]) == {"log"} and fit.details["better"] == "log"

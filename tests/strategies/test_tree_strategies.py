@@ -40,16 +40,27 @@ def accuracy(name: str, problems: int = 20, **params: Any) -> float:
     return sum(run_sim(name, index=i, seed=i, **params)[1]["correct"] for i in range(problems)) / problems
 
 
-def test_beam_keeps_n_over_m_prefixes_and_expands_each_m_times() -> None:
+def test_beam_keeps_n_over_m_prefixes_and_expands_them_to_n_candidates() -> None:
     answer, ledger, sim = run_sim("beam", n=8, width=4, policy={"p_intro": 1.0, "p_recheck": 0.5})
     first, *rest = sim.requests
     assert first["n"] == 8 and len(first["prompt"]) < len(rest[0]["prompt"])
-    assert rest and all(r["n"] == 4 for r in rest)
+    assert rest and all(r["n"] in (4, 8) for r in rest)  # M each, or all N for a lone survivor
     per_depth = ledger["tree"]["nodes_per_depth"]
-    assert per_depth[0] == 8 and per_depth[1] == 8  # depth 1 never ends here: 2 kept × 4
-    assert all(count % 4 == 0 and count <= 8 for count in per_depth[1:])
+    # search-and-learn pads the beams back to N: every depth the search reaches holds N candidates
+    assert per_depth == [8] * len(per_depth) and len(per_depth) >= 3
     assert answer.info["n"] == 8 and answer.info["width"] == 4
     assert ledger["tree"]["verifier_calls"] == ledger["tree"]["steps"]
+
+
+@pytest.mark.parametrize("name", ["beam", "dvts"])
+def test_the_last_iteration_runs_every_surviving_path_to_its_end(name: str) -> None:
+    # p_recheck = 1: a solution needs 4 steps; at max_steps = 2 the second iteration is the last.
+    answer, ledger, sim = run_sim(name, n=8, width=4, max_steps=2, policy={"p_intro": 1.0, "p_recheck": 1.0})
+    first, *rest = sim.requests
+    assert first["stop"] == ("\n\n",) and rest and all(r["stop"] == () for r in rest)
+    assert all(r["max_tokens"] > 96 for r in rest)  # the path's remaining tokens, not one step's
+    assert answer.samples and all(s.finish_reason == "stop" and s.answer is not None for s in answer.samples)
+    assert ledger["tree"]["nodes_per_depth"] == [8, 8]
 
 
 def test_beam_width_from_budget_is_best_of_n_rounded_to_m() -> None:
@@ -73,9 +84,11 @@ def test_arithmetic_verifier_steers_beam_search() -> None:
     assert accuracy("beam", verifier="arithmetic", n=8, width=4) >= 0.9
 
 
-def test_dvts_runs_independent_greedy_subtrees() -> None:
+def test_dvts_runs_independent_greedy_subtrees_and_votes_over_all_final_leaves() -> None:
     answer, ledger, sim = run_sim("dvts", n=8, width=4, policy={"p_intro": 1.0, "p_recheck": 0.5})
-    assert answer.info["subtrees"] == 2 and len(answer.samples) <= 2
+    # every subtree's last M candidates (the finished ones among them), not only its best one
+    assert answer.info["subtrees"] == 2 and 2 < len(answer.samples) <= 8
+    assert sum(answer.info["votes"].values()) == pytest.approx(sum(s.score or 0 for s in answer.samples))
     assert sim.requests[0]["n"] == 8 and all(r["n"] == 4 for r in sim.requests[1:])
     per_depth = ledger["tree"]["nodes_per_depth"]
     assert per_depth[0] == 8 and all(count <= 8 for count in per_depth)

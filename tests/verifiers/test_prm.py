@@ -18,7 +18,6 @@ from tiny_prm import STEP_TAG, build_tiny_prm
 
 from ttscale.verifiers.prm import PRM
 
-pytestmark = pytest.mark.slow
 TASK = ArithmeticTask(levels=(1,), per_level=1)
 
 
@@ -38,6 +37,7 @@ def context(sync_engine: Any, budget: str = "1k") -> Context:
     return Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=Ledger(Budget.parse(budget)))
 
 
+@pytest.mark.slow
 def test_one_score_per_step_tag_in_unit_range(sync_engine: Any, prm: PRM) -> None:
     ctx = context(sync_engine)
     candidates = [["3 + 4 = 7", "The answer is 7."], ["3 + 4 = 8"], ["a", "b", "c"]]
@@ -47,6 +47,7 @@ def test_one_score_per_step_tag_in_unit_range(sync_engine: Any, prm: PRM) -> Non
     assert len({x for row in scores for x in row}) > 1  # random weights still tell inputs apart
 
 
+@pytest.mark.slow
 def test_prm_scores_are_metered_as_verifier_prompt_tokens(sync_engine: Any, prm: PRM) -> None:
     ctx = context(sync_engine)
     sync_engine.loop.run(prm.score_steps(ctx, [["x = 1", "y = 2"], ["z = 3"]]))
@@ -57,12 +58,14 @@ def test_prm_scores_are_metered_as_verifier_prompt_tokens(sync_engine: Any, prm:
     assert verifier.calls == 2  # a path already scored for this problem is not sent again
 
 
+@pytest.mark.slow
 def test_a_step_containing_the_tag_does_not_shift_scores(sync_engine: Any, prm: PRM) -> None:
     ctx = context(sync_engine)
     scores = sync_engine.loop.run(prm.score_steps(ctx, [[f"evil {STEP_TAG} step", "next"]]))
     assert len(scores[0]) == 2
 
 
+@pytest.mark.slow
 def test_outcome_scores_and_bad_step_tag(sync_engine: Any, prm: PRM) -> None:
     ctx = context(sync_engine)
     outcome = sync_engine.loop.run(prm.score_outcomes(ctx, ["3 + 4 = 7", "3 + 4 = 9"]))
@@ -70,3 +73,42 @@ def test_outcome_scores_and_bad_step_tag(sync_engine: Any, prm: PRM) -> None:
     bad = PRM(model=prm.model, step_tag="two tokens")
     with pytest.raises(ValueError, match="must be one token"):
         sync_engine.loop.run(bad.start())
+
+
+@pytest.mark.slow
+def test_a_finished_solution_is_scored_step_by_step_and_aggregated(sync_engine: Any, prm: PRM) -> None:
+    from dataclasses import replace
+
+    ctx = context(sync_engine)
+    solution = "3 + 4 = 7\n\nThen 7 + 1 = 8\n\nThe answer is 8."
+    [steps] = sync_engine.loop.run(prm.score_steps(ctx, [["3 + 4 = 7", "Then 7 + 1 = 8", "The answer is 8."]]))
+    assert len(steps) == 3
+    expected = {"last": steps[-1], "min": min(steps), "prod": steps[0] * steps[1] * steps[2], "mean": sum(steps) / 3}
+    for rule, value in expected.items():
+        ranked = replace(prm, aggregate=rule)  # shares the started engine and the per-problem cache
+        [outcome] = sync_engine.loop.run(ranked.score_outcomes(ctx, [solution]))
+        assert outcome == pytest.approx(value), rule
+
+
+class _FixedSteps(PRM):
+    """The PRM with its step scores given by hand (what a real PRM returns is tested above)."""
+
+    async def score_steps(self, ctx: Any, candidates: Any) -> list[list[float]]:
+        table = {("a", "b", "c"): [0.9, 0.2, 0.8], ("d",): [0.5]}
+        return [table[tuple(c)] for c in candidates]
+
+
+@pytest.mark.parametrize(
+    ("rule", "ranks"), [("last", [0.8, 0.5]), ("min", [0.2, 0.5]), ("prod", [0.144, 0.5]), ("mean", [19 / 30, 0.5])]
+)
+def test_outcome_rules_on_a_hand_example(rule: str, ranks: list[float]) -> None:
+    import asyncio
+
+    prm = _FixedSteps(model="unused", aggregate=rule, delimiter="\\n")  # type: ignore[arg-type]
+    scores = asyncio.run(prm.score_outcomes(None, ["a\nb\n\nc\n", "d"]))  # type: ignore[arg-type]
+    assert scores == pytest.approx(ranks)  # under `last` the 3-step solution ranks first (0.8), under `min` last
+
+
+def test_prm_parameters_are_validated() -> None:
+    with pytest.raises(ValueError, match="aggregate must be one of last, min, prod, mean"):
+        PRM(model="x", aggregate="max")  # type: ignore[arg-type]

@@ -6,12 +6,16 @@ samples (pass@k); the law
 
     coverage(k) = exp(a · k^b),   a < 0, b < 0
 
-is fitted by least squares on log coverage (where it is linear in a), as in the paper.
+is fitted by least squares on log coverage (where it is linear in a), as in the paper. The other
+linearisation in use, log(−log c) = log(−a) + b·log k (a straight line in log k, fitted where
+0 < c < 1), is fitted beside it; both are scored on the coverage scale and the result says which
+fits better (`details["forms"]`, `details["better"]`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +23,7 @@ from scipy.special import gammaln
 
 from ttscale.scaling._profile import Profile
 from ttscale.scaling._resample import FitInputError, observations
-from ttscale.scaling.result import Fit, ProfileLaw, fit_profile_law
+from ttscale.scaling.result import Fit, ProfileLaw, fit_profile_law, goodness
 
 FORMULA = "coverage(k) = exp(a·k^b)"
 
@@ -88,7 +92,25 @@ def fit_coverage(
     mean = obs.mean()
     if np.any(mean < 0) or np.any(mean > 1 + 1e-9):
         raise FitInputError("coverage values must lie in [0, 1]")
-    return fit_profile_law(LAW, obs, n_boot=n_boot, level=level, seed=seed)
+    fit = fit_profile_law(LAW, obs, n_boot=n_boot, level=level, seed=seed)
+    forms = {"log": {"a": fit.params["a"], "b": fit.params["b"], "r2": fit.r2, "rmse": fit.rmse}}
+    loglog = _loglog_fit(obs.x, mean)
+    if loglog is not None:
+        forms["loglog"] = loglog
+    better = min(forms, key=lambda name: (forms[name]["rmse"], name != "log"))
+    return replace(fit, details={**fit.details, "forms": forms, "better": better})
+
+
+def _loglog_fit(k: np.ndarray, coverage: np.ndarray) -> dict[str, float] | None:
+    """Ordinary least squares of log(−log c) on log k over the points with 0 < c < 1, scored on the coverage
+    scale at every point; None with fewer than two such points."""
+    inside = (coverage > 0) & (coverage < 1)
+    if np.count_nonzero(inside) < 2 or np.ptp(k[inside]) == 0:
+        return None
+    b, intercept = np.polyfit(np.log(k[inside]), np.log(-np.log(coverage[inside])), 1)
+    a = -math.exp(intercept)
+    r2, rmse = goodness(coverage, coverage_curve(k, a=a, b=b))
+    return {"a": a, "b": float(b), "r2": r2, "rmse": rmse}
 
 
 def fit_coverage_from_samples(

@@ -29,7 +29,7 @@ from ttscale.context import Context
 from ttscale.evals.base import extraction_of
 from ttscale.params import check_positive, check_range
 from ttscale.search.score import AGGREGATES, Aggregate, aggregate, check_verifier_spec, load_verifier
-from ttscale.search.steps import DEFAULT_DELIMITER, step_end, unescape
+from ttscale.search.steps import DEFAULT_DELIMITER, Finish, step_end, unescape
 from ttscale.search.tree import Node, Tree
 from ttscale.select import best_scored, majority_vote, weighted_vote
 from ttscale.types import Answer, Sample, SamplingParams
@@ -122,9 +122,12 @@ class Search:
 
     # -- expansion --------------------------------------------------------------------------------
     async def expand(
-        self, parents: Sequence[Node], n: int | Sequence[int] = 1, *, live: Sequence[Node] = ()
+        self, parents: Sequence[Node], n: int | Sequence[int] = 1, *, live: Sequence[Node] = (), to_end: bool = False
     ) -> list[list[Node]]:
         """`n` one-step children for each parent (n may differ per parent), all requested at once.
+
+        With `to_end`, each child runs to the end of its solution (EOS or the path's token limit) as
+        one last node: search-and-learn's final iteration, which completes every surviving beam.
 
         A node listed twice gets one request with the counts added (its KV is computed once).
         Terminal parents get none. The ledger may lower a request's n or max_tokens, or refuse
@@ -147,7 +150,7 @@ class Search:
                 wanted[node.id] = wanted.get(node.id, 0) + k
                 by_id[node.id] = node
         nodes = [by_id[i] for i in wanted]
-        generations = await asyncio.gather(*(self._request(node, wanted[node.id]) for node in nodes))
+        generations = await asyncio.gather(*(self._request(node, wanted[node.id], to_end=to_end) for node in nodes))
         made: dict[int, list[Node]] = {node.id: children for node, children in zip(nodes, generations, strict=True)}
         # Hand the children of a merged request back in the order the parents were listed.
         out: list[list[Node]] = []
@@ -161,13 +164,13 @@ class Search:
         self._publish()
         return out
 
-    async def _request(self, node: Node, n: int) -> list[Node]:
+    async def _request(self, node: Node, n: int, *, to_end: bool = False) -> list[Node]:
         params = SamplingParams(
             n=n,
             temperature=self.p.temperature,
             top_p=self.p.top_p,
-            max_tokens=min(self.p.step_tokens, self._room(node)),
-            stop=(self.p.delimiter,),
+            max_tokens=self._room(node) if to_end else min(self.p.step_tokens, self._room(node)),
+            stop=() if to_end else (self.p.delimiter,),
         )
         generation = await self.ctx.generate(self.tree.path_ids(node), params)
         if not generation.completions:  # refused by the ledger: it never reached the engine
@@ -179,7 +182,13 @@ class Search:
         for completion in generation.completions:
             if not completion.token_ids:  # nothing generated: no node (it would repeat its parent)
                 continue
-            separator, finish = step_end(completion, delimiter=self.p.delimiter, decode=self.ctx.engine.detokenize)
+            finish: Finish
+            if to_end:  # no stop string was set: "stop" is the end of the solution, anything else a limit
+                separator, finish = "", ("stop" if completion.finish_reason == "stop" else "length")
+            else:
+                separator, finish = step_end(
+                    completion, delimiter=self.p.delimiter, decode=self.ctx.engine.detokenize
+                )
             child = self.tree.add(node, completion.token_ids, text=completion.text, separator=separator, finish=finish)
             if child.finish == "open" and (self._room(child) <= 0 or child.depth >= self.p.max_steps):
                 child.finish = "length"  # a path limit, not the policy, ended it
