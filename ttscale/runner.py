@@ -8,13 +8,11 @@ loses nothing and `resume` redoes only what was unfinished.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import platform
 import re
 import sys
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,14 +20,15 @@ from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
-from ttscale.engine.base import Engine, EngineConfig, Prompt, is_fatal
+from ttscale.engine.base import Engine, EngineConfig, is_fatal
 from ttscale.engine.openai import OpenAIConfig
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
+from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
 from ttscale.storage import CONFIG, SUMMARY, RunDir, RunDirError
 from ttscale.summary import summarize
-from ttscale.types import Answer, Generation, Problem, RunRecord, SamplingParams
+from ttscale.types import Answer, Problem, RunRecord
 
 Solver = Callable[[Problem], Awaitable[dict[str, Any]]]
 """Solves one problem and returns its results.jsonl record (in this process, or on a Ray worker)."""
@@ -351,66 +350,6 @@ def _check_fits(problem: Problem, engine: Engine) -> None:
             f"the question has {len(problem.question):,} characters: too long for any prompt "
             f"of max_model_len={limit} tokens"
         )
-
-
-class ProblemEngine:
-    """The engine as one problem sees it: each request carries a seed of its own.
-
-    The seed hashes the run seed, the problem id, the request (prompt and sampling parameters) and
-    how many identical requests this problem made before. It does not depend on which engine serves
-    the problem, what else that engine batches, or in which order concurrent requests arrive, so a
-    problem's samples are the same with 1 worker or 8 and when a dead worker's problem is redone.
-    """
-
-    def __init__(self, engine: Engine, *, run_seed: int, problem_id: str, progress: Progress | None = None) -> None:
-        self._engine = engine
-        self._progress = progress
-        self._prefix = f"{run_seed}\x00{problem_id}\x00".encode()
-        self._seen: Counter[bytes] = Counter()
-
-    async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        if seed is None:
-            seed = self.seed_for(prompt, params)
-        if self._progress is None:
-            return await self._engine.generate(prompt, params, seed=seed)
-        self._progress.request_started()
-        generated = 0
-        try:
-            generation = await self._engine.generate(prompt, params, seed=seed)
-            generated = sum(c.num_tokens for c in generation.completions)
-            return generation
-        finally:
-            self._progress.request_finished(generated)
-
-    def seed_for(self, prompt: Prompt, params: SamplingParams) -> int:
-        """The next request's seed (counts it: the same request asked again gets a fresh seed)."""
-        if isinstance(prompt, str):
-            body = prompt.encode("utf-8", "surrogatepass")
-        else:
-            body = ",".join(map(str, prompt)).encode()
-        key = hashlib.blake2b(body + repr(params).encode(), digest_size=16).digest()
-        occurrence = self._seen[key]
-        self._seen[key] += 1
-        digest = hashlib.blake2b(self._prefix + key + str(occurrence).encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") % 2**31  # 31 bits: every server's seed field takes it
-
-    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
-        return self._engine.chat_prompt(messages, add_generation_prompt=add_generation_prompt)
-
-    def tokenize(self, text: str) -> list[int]:
-        return self._engine.tokenize(text)
-
-    def detokenize(self, token_ids: Sequence[int]) -> str:
-        return self._engine.detokenize(token_ids)
-
-    def describe(self) -> dict[str, Any]:
-        return self._engine.describe()
-
-    async def close(self) -> None:
-        """The problem does not own the engine: closing its view closes nothing."""
-
-    def __getattr__(self, name: str) -> Any:  # backend extras (config, token_scores, ...)
-        return getattr(self._engine, name)
 
 
 def write_config(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.runner import ProblemEngine
+from ttscale.problem_engine import ProblemEngine
 from ttscale.storage import RESULTS, RunDir, RunDirError, StorageError
 from ttscale.types import SamplingParams
 
