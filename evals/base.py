@@ -41,16 +41,6 @@ class Task(Protocol):
         ...
 
 
-def param_defaults(task: Task, params_cls: type) -> dict[str, Any]:
-    """The strategy parameters `task` sets by default (`param_defaults`, e.g. longer solutions for MATH), kept
-    to the fields `params_cls` has; the user's own `--param` values override them."""
-    import dataclasses
-
-    wanted = dict(getattr(task, "param_defaults", None) or {})
-    names = {f.name for f in dataclasses.fields(params_cls)} if dataclasses.is_dataclass(params_cls) else set()
-    return {k: v for k, v in wanted.items() if k in names}
-
-
 def extraction_of(task: Task, text: str) -> Extraction:
     """The task's answer in `text` with its rule; a plugin task that only has `extract` gets rule None."""
     method = getattr(task, "extraction", None)

@@ -41,7 +41,6 @@ SPECS: dict[str, DatasetSpec] = {
         reference_format="gsm8k",
         instruction=GSM8K_INSTRUCTION,
         final_number=True,
-        param_defaults=(("max_tokens", 1024), ("max_steps", 40)),
         repair_escapes=True,
     ),
     "math500": DatasetSpec(
@@ -97,11 +96,6 @@ class DatasetTask:
 
     def messages(self, problem: Problem) -> list[Message]:
         return [{"role": "user", "content": f"{problem.question}\n\n{self.spec.instruction}"}]
-
-    @property
-    def param_defaults(self) -> dict[str, Any]:
-        """Strategy parameters this benchmark sets unless the user does (see `DatasetSpec.param_defaults`)."""
-        return dict(self.spec.param_defaults)
 
     def extract(self, text: str) -> str | None:
         return self.extraction(text).answer

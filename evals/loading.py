@@ -43,9 +43,6 @@ class DatasetSpec:
     """What follows the question in the user message."""
     repair_escapes: bool = False
     """Restore LaTeX backslashes that a lost JSON escaping turned into control characters."""
-    param_defaults: tuple[tuple[str, Any], ...] = (("max_tokens", 2048), ("max_steps", 40))
-    """Strategy parameters this benchmark sets unless the user does (each where the strategy has it): MATH-style
-    solutions need ~1k-2k tokens and tens of steps (search-and-learn: 2048 tokens, 40 iterations)."""
     final_number: bool = False
     """Whether a text's last number counts as its answer when it states none otherwise (GSM8K asks for a
     bare number); elsewhere only a boxed answer, `#### N`, an "answer is" phrase or a final math span count."""

@@ -50,7 +50,7 @@ async def beam(problem: Problem, ctx: Context, p: BeamParams) -> Answer:
     if n < 1:
         return await search.answer([], info={"n": 0, "width": p.width})
     keep = n // width
-    (candidates,) = await search.expand([search.root], n)
+    (candidates,) = await search.expand([search.root], n, to_end=p.max_steps <= 1)
     finished: list[Node] = []
     active: list[Node] = []
     while candidates:

@@ -39,7 +39,7 @@ async def dvts(problem: Problem, ctx: Context, p: DVTSParams) -> Answer:
         return await search.answer([], info={"n": 0, "width": p.width, "subtrees": 0})
     subtrees = n // width
     # Every subtree starts at the root: its first M candidates are its share of one request of N.
-    (first,) = await search.expand([search.root], n)
+    (first,) = await search.expand([search.root], n, to_end=p.max_steps <= 1)
     groups = [first[i * width : (i + 1) * width] for i in range(subtrees)]
     heads: list[Node | None] = [None] * subtrees  # each subtree's current prefix
     leaves: list[list[Node]] = [[] for _ in range(subtrees)]  # each subtree's latest M candidates

@@ -172,3 +172,19 @@ def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> N
     assert all(r["ledger"]["generated_tokens"] <= 2000 for r in records)
     assert summary["problems"] == 8 and summary["resumed"] is True and summary["over_budget"] == 0
     assert {p.name for p in out.iterdir()} >= {"config.json", "results.jsonl", "summary.json"}
+
+
+@pytest.mark.slow
+def test_an_engine_that_fails_to_start_keeps_its_log_and_names_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", "--strategy", "sc", "--budget", "64", "--param", "max_tokens=32", "--limit", "1"]
+    args += ["--kv-cache-gib", "1000", "--out", str(out)]  # more KV-cache memory than the machine has
+    done = subprocess.run(_ttscale(*args), capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith("ttscale: error: EngineStartError"), lines
+    kept = Path(lines[0].split("(the engine's log: ")[1].split(")")[0])
+    try:
+        assert "Traceback" in kept.read_text()  # vLLM's own account of the failure
+    finally:
+        kept.unlink(missing_ok=True)
+    assert not out.exists()

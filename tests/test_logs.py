@@ -49,3 +49,14 @@ def test_the_terminal_comes_back_after_an_error(tmp_path: Path, capfd: pytest.Ca
         raise RuntimeError("engine failed")
     print("still here")
     assert "still here" in capfd.readouterr().out
+
+
+def test_a_logger_made_during_the_capture_still_writes_after_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    with capture_output(tmp_path / "engine.log"):
+        handler = logging.StreamHandler(sys.stderr)  # what vLLM does when it is imported during a run
+    handler.emit(logging.makeLogRecord({"msg": "after the run"}))  # no "Logging error": the stream is not closed
+    assert "after the run" in capfd.readouterr().err

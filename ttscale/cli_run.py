@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
 import sys
+import tempfile
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
@@ -172,11 +176,16 @@ async def _run(
             with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log) as terminal:
                 return await _serve(prepared, run_dir, resuming=resuming, distributed=distributed,
                                     progress=not args.no_progress, terminal=terminal)
-        except BaseException:
-            if not resuming and not run_dir.records():
-                # A new run that finished nothing leaves no run behind, so the same --out works again.
-                run_dir.discard(remove_dir=created)
-            raise
+        except BaseException as exc:
+            if resuming or run_dir.records():
+                raise
+            # A new run that finished nothing leaves no run behind, so the same --out works again; when the
+            # engine itself failed, its log (the only place vLLM states the cause) is kept and named.
+            kept = _keep_engine_log(run_dir) if _engine_failure(exc) else None
+            run_dir.discard(remove_dir=created)
+            if kept is None:
+                raise
+            raise EngineStartError(f"{' '.join(str(exc).split())[:400]} (the engine's log: {kept})") from exc
 
 
 async def _serve(
@@ -210,6 +219,30 @@ async def _serve(
         return await execute(prepared, engine, run_dir, progress=progress, progress_file=terminal.err)
     finally:
         await engine.close()
+
+
+class EngineStartError(RuntimeError):
+    """The engine failed before any problem finished; the message names where its log was kept."""
+
+
+def _engine_failure(exc: BaseException) -> bool:
+    """Whether `exc` came from the engine or its libraries rather than from ttscale's own checks or a signal."""
+    ours = (ValueError, OSError, UsageError, EngineFatalError, DistributedError, asyncio.CancelledError)
+    return isinstance(exc, Exception) and not isinstance(exc, ours)
+
+
+def _keep_engine_log(run_dir: RunDir) -> Path | None:
+    """Move a non-empty engine log of a discarded run to a temporary file; its new path."""
+    log = run_dir.path / ENGINE_LOG
+    try:
+        if not log.is_file() or log.stat().st_size == 0:
+            return None
+        handle, name = tempfile.mkstemp(prefix="ttscale-engine-", suffix=".log")
+        os.close(handle)
+        shutil.move(str(log), name)
+    except OSError:
+        return None
+    return Path(name)
 
 
 def _saved_hint(run_dir: RunDir) -> str:

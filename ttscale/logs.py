@@ -37,8 +37,8 @@ def capture_output(log_path: Path | None) -> Iterator[Terminal]:
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)  # first: nothing to undo if it fails
     saved_out, saved_err = os.dup(1), os.dup(2)
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     # Line-buffered, not closing the saved descriptors: they are restored below.
     terminal = Terminal(
         out=open(saved_out, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False),  # noqa: SIM115
@@ -49,14 +49,18 @@ def capture_output(log_path: Path | None) -> Iterator[Terminal]:
     python_out, python_err = sys.stdout, sys.stderr
     replace = not (_writes_to(python_out, 1) and _writes_to(python_err, 2))
     log_stream = open(log_fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    # A logger made meanwhile keeps the stream it was given: hand out forwarders that go back to the
+    # original streams afterwards, so such a logger never writes to a closed file.
+    forward_out, forward_err = _Forward(log_stream), _Forward(log_stream)
     try:
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         if replace:
-            sys.stdout = sys.stderr = log_stream
+            sys.stdout, sys.stderr = forward_out, forward_err
         yield terminal
     finally:
         sys.stdout, sys.stderr = python_out, python_err
+        forward_out.target, forward_err.target = python_out, python_err
         for stream in (python_out, python_err, log_stream, terminal.out, terminal.err):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
@@ -67,6 +71,22 @@ def capture_output(log_path: Path | None) -> Iterator[Terminal]:
         os.dup2(saved_err, 2)
         for fd in (saved_out, saved_err, log_fd):
             os.close(fd)
+
+
+class _Forward:
+    """A text stream that writes wherever `target` points now."""
+
+    def __init__(self, target: IO[str]) -> None:
+        self.target = target
+
+    def write(self, text: str) -> int:
+        return self.target.write(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.target, name)
 
 
 def _writes_to(stream: IO[str], fd: int) -> bool:

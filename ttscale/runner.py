@@ -136,16 +136,15 @@ class Prepared:
 def prepare(spec: RunSpec) -> Prepared:
     """Resolve names and validate every input; raises ValueError/KeyError subclasses with one-line messages."""
     from ttscale import STRATEGIES
-    from ttscale.evals.base import load_task, param_defaults
+    from ttscale.evals.base import load_task
     from ttscale.models import resolve_model
 
     name = STRATEGIES.canonical(spec.strategy)
     assert name is not None
     fn = STRATEGIES.get(name)
-    task = load_task(spec.task, **spec.task_options)
-    cls = params_class(fn)
-    params = parse_params(cls, {**param_defaults(task, cls), **spec.params})  # a MATH task's longer solutions
+    params = parse_params(params_class(fn), spec.params)
     budget = Budget.parse(spec.budget)
+    task = load_task(spec.task, **spec.task_options)
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")

@@ -4,7 +4,9 @@ A cluster's scheduler preempts with SIGTERM; left to Python's default, SIGTERM k
 once and vLLM's engine processes run on, holding their GPUs (observed: EngineCore and Worker at
 100% CPU after the parent died). Here both signals cancel the run's main task, so every `finally`
 on the way out runs: the engine is shut down and the run directory closed. Whatever a crashed
-shutdown still leaves behind is ended by `end_children`.
+shutdown still leaves behind is ended by `end_children`. vLLM's engine start blocks the event loop,
+so a signal that arrives during it takes effect when the start returns (interrupting the start from
+a signal handler was tried: vLLM then waited out its 600 s engine-ready timeout).
 """
 
 from __future__ import annotations

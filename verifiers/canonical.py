@@ -147,7 +147,9 @@ def _undecorated(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Prose and code: a prediction is an answer, not a text that happens to contain one.
 
-_TEXT_CONTENT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
+_TEXT_CONTENT = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|begin|end)\s*\{[^{}]*\}"
+)  # units (`5\\text{ cm}`) and environment names (`\\begin{pmatrix}`) are not prose
 _LETTER_RUN = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _ANY_WORD = re.compile(r"[A-Za-z]{2,}")
 # Two-letter runs are usually products of variables (`2xy`); these are English, and mean prose.
@@ -157,7 +159,8 @@ _SHORT_PROSE = frozenset(
 )
 _MATH_NAMES = frozenset(
     {"sqrt", "exp", "log", "sin", "cos", "tan", "sec", "csc", "cot", "sinh", "cosh", "tanh", "arcsin"}
-    | {"arccos", "arctan", "mod", "gcd", "lcm", "max", "min", "inf", "infty", "infinity", "deg", "det", "lim"}
+    | {"arccos", "arctan", "arccot", "arcsec", "arccsc", "mod", "gcd", "lcm", "max", "min", "inf", "infty"}
+    | {"infinity", "deg", "degree", "degrees", "det", "lim"}
     | {"pi", "ln"}
 )
 

@@ -223,17 +223,3 @@ def test_aime25_lost_escapes_are_repaired(shared_data: Path) -> None:
     assert "\\triangle DEF" in problems["aime25-19"].question
     assert not any(ch in p.question for p in problems.values() for ch in "\x0c\x08")
 
-
-def test_math_style_tasks_give_strategies_longer_solutions_unless_the_user_sets_them(tmp_path: Path) -> None:
-    from ttscale.runner import RunSpec, prepare
-
-    data = tmp_path / "problems.jsonl"
-    data.write_text('{"question": "What is 1+1?", "answer": "2"}\n')
-    math_beam = prepare(RunSpec(strategy="beam", task=f"jsonl:{data}", budget="8k")).params
-    assert (math_beam.max_tokens, math_beam.max_steps) == (2048, 40)  # search-and-learn's MATH settings
-    mine = prepare(RunSpec(strategy="beam", task=f"jsonl:{data}", params={"max_tokens": "300"})).params
-    assert (mine.max_tokens, mine.max_steps) == (300, 40)
-    sc = prepare(RunSpec(strategy="self_consistency", task=f"jsonl:{data}")).params
-    assert sc.max_tokens == 2048 and not hasattr(sc, "max_steps")
-    arithmetic = prepare(RunSpec(strategy="beam", task="arithmetic")).params
-    assert (arithmetic.max_tokens, arithmetic.max_steps) == (256, 8)  # short answers keep short defaults

@@ -203,3 +203,10 @@ def test_params_are_validated(name: str) -> None:
             parse_params(cls, {"threshold": "3"})
         with pytest.raises(ValueError, match="parameter kv_cost must be"):
             parse_params(cls, {"kv_cost": "bytes"})
+
+
+@pytest.mark.parametrize("name", ["beam", "dvts"])
+def test_with_one_step_allowed_the_first_iteration_is_the_last(name: str) -> None:
+    answer, ledger, sim = run_sim(name, n=8, width=4, max_steps=1, policy={"p_intro": 1.0, "p_recheck": 1.0})
+    assert len(sim.requests) == 1 and sim.requests[0]["stop"] == ()
+    assert ledger["tree"]["nodes_per_depth"] == [8] and all(s.finish_reason == "stop" for s in answer.samples)

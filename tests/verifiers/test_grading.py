@@ -192,6 +192,8 @@ def test_prose_and_code_are_not_equal_to_a_number_they_contain(grader: Grader, p
         ("we get $1/2$.", "\\frac{1}{2}"),  # a sentence's only math span is its answer
         ("3 and 4", "3 and 4"),
         ("(-\\infty, 3]", "(-\\infty,3]"),
+        ("\\begin{bmatrix}1\\\\2\\end{bmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),  # environment names
+        ("30 degrees", "30^\\circ"),
     ],
 )
 def test_answers_and_sentences_stating_one_stay_equal(grader: Grader, prediction: str, reference: str) -> None:

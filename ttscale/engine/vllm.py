@@ -7,7 +7,9 @@ from its cache. Nothing here batches by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import os
 import platform
 import warnings
 from collections.abc import Sequence
@@ -89,8 +91,11 @@ class VLLMEngine(HFTokenizerMixin):
             if cpu_plan is not None:
                 # Without it the CPU engine sizes its KV cache from "free memory" and refuses to start.
                 settings["VLLM_CPU_KVCACHE_SPACE"] = f"{config.kv_cache_gib:g}"
-                if config.tensor_parallel_size == 1:  # several ranks need one core list each: vLLM's own split
+                if config.tensor_parallel_size == 1:
                     settings["VLLM_CPU_OMP_THREADS_BIND"] = cpu_plan.threads_bind
+                else:  # several ranks need one core list each: vLLM's own split, recorded as such
+                    bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+                    cpu_plan = dataclasses.replace(cpu_plan, threads_bind=bind)
             with environ_defaults(settings):
                 llm = _async_llm(config, model_path, cpu_plan)
         from transformers import AutoTokenizer

@@ -93,24 +93,32 @@ def fit_coverage(
     if np.any(mean < 0) or np.any(mean > 1 + 1e-9):
         raise FitInputError("coverage values must lie in [0, 1]")
     fit = fit_profile_law(LAW, obs, n_boot=n_boot, level=level, seed=seed)
-    forms = {"log": {"a": fit.params["a"], "b": fit.params["b"], "r2": fit.r2, "rmse": fit.rmse}}
-    loglog = _loglog_fit(obs.x, mean)
+    scored = mean > 0  # the points the log-c fit uses; both forms are scored on them, on the coverage scale
+    forms = {"log": _scored(fit.params["a"], fit.params["b"], obs.x[scored], mean[scored])}
+    loglog = _loglog_params(obs.x, mean)
     if loglog is not None:
-        forms["loglog"] = loglog
-    better = min(forms, key=lambda name: (forms[name]["rmse"], name != "log"))
+        forms["loglog"] = _scored(*loglog, obs.x[scored], mean[scored])
+    better = min(forms, key=lambda name: (_finite_or_inf(forms[name]["rmse"]), name != "log"))
     return replace(fit, details={**fit.details, "forms": forms, "better": better})
 
 
-def _loglog_fit(k: np.ndarray, coverage: np.ndarray) -> dict[str, float] | None:
-    """Ordinary least squares of log(−log c) on log k over the points with 0 < c < 1, scored on the coverage
-    scale at every point; None with fewer than two such points."""
+def _loglog_params(k: np.ndarray, coverage: np.ndarray) -> tuple[float, float] | None:
+    """(a, b) by ordinary least squares of log(−log c) on log k over the points with 0 < c < 1; None with
+    fewer than two such points."""
     inside = (coverage > 0) & (coverage < 1)
     if np.count_nonzero(inside) < 2 or np.ptp(k[inside]) == 0:
         return None
     b, intercept = np.polyfit(np.log(k[inside]), np.log(-np.log(coverage[inside])), 1)
-    a = -math.exp(intercept)
+    return -math.exp(intercept), float(b)
+
+
+def _scored(a: float, b: float, k: np.ndarray, coverage: np.ndarray) -> dict[str, float]:
     r2, rmse = goodness(coverage, coverage_curve(k, a=a, b=b))
-    return {"a": a, "b": float(b), "r2": r2, "rmse": rmse}
+    return {"a": float(a), "b": float(b), "r2": r2, "rmse": rmse}
+
+
+def _finite_or_inf(value: float) -> float:
+    return value if math.isfinite(value) else math.inf
 
 
 def fit_coverage_from_samples(
