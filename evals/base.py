@@ -50,6 +50,12 @@ def extraction_of(task: Task, text: str) -> Extraction:
     return Extraction(task.extract(text), None)
 
 
+def param_defaults(task: Task) -> dict[str, Any]:
+    """Strategy parameters `task` suggests (an optional method: tasks without one suggest none)."""
+    method = getattr(task, "param_defaults", None)
+    return dict(method()) if method is not None else {}
+
+
 def load_task(spec: str, **options: Any) -> Task:
     """Build a task from `name` or `name:argument` (e.g. `arithmetic:1-3`, `jsonl:PATH`) and keyword options."""
     from ttscale import TASKS

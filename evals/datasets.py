@@ -42,6 +42,8 @@ SPECS: dict[str, DatasetSpec] = {
         instruction=GSM8K_INSTRUCTION,
         final_number=True,
         repair_escapes=True,
+        # Grade-school solutions are shorter: half of MATH's token cap, the same search depth.
+        param_defaults=(("max_tokens", 1024), ("max_steps", 40)),
     ),
     "math500": DatasetSpec(
         name="math500",
@@ -113,6 +115,10 @@ class DatasetTask:
         from ttscale.verifiers.grading import math_equal
 
         return math_equal(prediction, problem.reference, timeout=self.timeout)
+
+    def param_defaults(self) -> dict[str, Any]:
+        """Strategy parameters suggested for this benchmark (see `ttscale.params.task_defaults`)."""
+        return dict(self.spec.param_defaults)
 
     def config(self) -> dict[str, Any]:
         spec = self.spec

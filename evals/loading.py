@@ -46,6 +46,9 @@ class DatasetSpec:
     final_number: bool = False
     """Whether a text's last number counts as its answer when it states none otherwise (GSM8K asks for a
     bare number); elsewhere only a boxed answer, `#### N`, an "answer is" phrase or a final math span count."""
+    param_defaults: tuple[tuple[str, Any], ...] = (("max_tokens", 2048), ("max_steps", 40))
+    """Strategy parameters this benchmark suggests (`ttscale.params.task_defaults`): search-and-learn runs
+    MATH-style problems with solutions of up to 2048 tokens and 40 search iterations."""
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:

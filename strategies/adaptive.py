@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ttscale.budget import Ledger
+from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.difficulty import ProbeSettings, run_probe
-from ttscale.params import check_positive, params_class, parse_params, strategy
+from ttscale.params import check_positive, params_class, parse_params, strategy, task_defaults
 from ttscale.policy import Policy
 from ttscale.types import Answer, Problem
 
@@ -40,8 +40,9 @@ Curves = Mapping[int, Sequence[tuple[float, float]]]
 @dataclass(frozen=True, kw_only=True)
 class AdaptiveParams:
     policy: str | None = None
-    """A policy JSON from `ttscale policy` (predicted bins). None = no routing: the probe, then `fallback` with
-    what is left (under a total budget, an equal share of what is free): the baseline routing is measured against."""
+    """A policy JSON from `ttscale policy` (predicted or verifier bins). None = no routing: the probe, then `fallback`
+    with what is left (under a total budget, an equal share of what is free): the baseline routing is measured
+    against."""
     fallback: str = "self_consistency"
     """The strategy run when there is no policy."""
     digest: str = field(init=False, default="")
@@ -59,9 +60,9 @@ class AdaptiveParams:
                 raise ValueError(f"cannot read policy {self.policy!r}: {exc.strerror}") from None
             policy = _load(self.policy, digest)
             policy.probe  # noqa: B018 - raises when the policy has no probe settings
-            if policy.data["bins"] != "predicted":
+            if policy.data["bins"] not in ("predicted", "verifier"):
                 raise ValueError("an oracle-bin policy needs each problem's true pass@1; use one learned with "
-                                 "--bins predicted")
+                                 "--bins predicted or --bins verifier")
             object.__setattr__(self, "digest", digest)
 
 
@@ -90,7 +91,7 @@ async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
     # Created before this problem's first await, so its view of the pool is the pool before any probe.
     allocator = _allocator(ledger, policy, settings, ctx) if ledger.pool is not None else None
     probe = await run_probe(ctx, settings)
-    k = policy.bin_of(probe.features) if policy else None
+    k = policy.bin_of(probe.features, problem_id=problem.id) if policy else None
     granted = None
     if allocator is not None:
         granted = allocator.grant(k=k or 0, probe_spent=probe.spent, cap=ledger.budget.limit - ledger.spent)
@@ -108,12 +109,20 @@ async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
     fn = STRATEGIES.get(name)
     before = ledger.spent
     try:
-        answer: Answer = await fn(problem, ctx, parse_params(params_class(fn), params))
+        answer: Answer = await fn(problem, ctx, routed_params(fn, params, task=ctx.task,
+                                                            budget=Budget(limit=row or room, unit=ledger.budget.unit)))
     finally:
         if allocator is not None and granted:
             allocator.release(granted=granted, spent=ledger.spent - before)
     info.update(choice={"strategy": name, "params": params}, inner=answer.info)
     return Answer(prediction=answer.prediction, samples=answer.samples, info=info)
+
+
+def routed_params(fn: Any, params: Mapping[str, Any], *, task: Any, budget: Budget) -> Any:
+    """The routed strategy's parameters as the sweep cell it was learned from ran them: the task's suggested
+    values under the policy's own (`ttscale.params.task_defaults`), capped at the row's budget as the cell's were."""
+    cls = params_class(fn)
+    return parse_params(cls, {**task_defaults(cls, task=task, budget=budget), **params})
 
 
 def _route(

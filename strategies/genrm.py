@@ -2,37 +2,40 @@
 
 Singhi, Bansal, Hosseini, Grover, Chang, Rohrbach, Rohrbach, "When To Solve, When To Verify:
 Compute-Optimal Problem Solving and Generative Verification for LLM Reasoning", arXiv:2504.01005
-(2025), §2-§5; the verifier is ttscale.verifiers.genrm (GenRM-Base: P(Yes) after each chain).
+(2025), §2-§5; the verifier is ttscale.verifiers.genrm (GenRM-Base: P(Yes) of the verdict each chain ends with).
 
 Symbols: S solutions of at most T_S tokens (`n`, `max_tokens`); V verification chains per
-solution of at most T_V tokens (`verifications`, `verify_tokens`); λ = T_V / T_S; r_j(s) the
-verdict of chain j on solution s; r(s) = (1/V) Σ_j r_j(s); the answer is argmax_s r(s) (`select=best`,
-the paper's) or the answer with the largest Σ r (`weighted`). The compute, in solution-equivalents,
-is C = S·(1 + λV) (the paper's C = S·T_S·(1 + λV) in tokens, over T_S).
+solution of at most T_V tokens (`verifications`, `verify_tokens`); r_j(s) the verdict of chain j on
+solution s; r(s) = (1/V) Σ_j r_j(s); the answer is argmax_s r(s) (`select=best`, the paper's) or the
+answer with the largest Σ r (`weighted`). The compute, in solution-equivalents, is C = S·(1 + λV) with
+λ a verification's tokens per solution token: λ_cap = T_V / T_S from the caps, and λ_measured = (verifier
+tokens generated per chain) / (policy tokens generated per solution) from the problem's ledger, both in the info.
 
-S and V from the budget (when not given): C = B / T_S (the worst-case solutions the budget pays
-for, best-of-N's N). The paper's compute-optimal laws S_opt ∝ C^0.57 and V_opt ∝ C^0.39 (Llama-3.1-8B,
-MATH) say how log C splits between the two factors of C = S·(1 + λV): log S gets the share
-ρ = 0.57 / (0.57 + 0.39) ≈ 0.594 (`solution_share`) and log(1 + λV) the rest, so
-V = max(1, round((C^(1−ρ) − 1) / λ')) and then S = max(1, floor(C / (1 + λ'V))), the largest S the
-budget pays for at that V. λ' = (T_V + 1) / T_S: each chain also generates its one verdict token,
-so the split never plans past the budget; `lambda` in the answer's info is the paper's T_V / T_S.
-With only one of S, V given, the other is the largest the budget pays for. The ledger caps any
-request that does not fit (explicit S and V may ask for more than the budget).
+1. S from the budget (when not given), before anything is measured: C = B / T_S, and the paper's
+   compute-optimal laws S_opt ∝ C^0.57, V_opt ∝ C^0.39 split log C between the two factors of
+   C = S·(1 + λ'V): log S gets ρ = 0.57 / (0.57 + 0.39) ≈ 0.594 (`solution_share`), so
+   V' = max(1, round((C^(1−ρ) − 1) / λ')) and S = max(1, floor(C / (1 + λ'V'))), with λ' = (T_V + 1) / T_S
+   (a chain's worst case: T_V tokens and one appended verdict token).
+2. Generate the S solutions; their real lengths are now spent, and the rest R of the budget is measured.
+3. V from what is left: the most chains per solution that R pays for uncut, V_fit = floor(R / (S·(T_V + 1))).
+   V not given: V = max(1, V_fit) (every solution-equivalent the short solutions saved goes to verification);
+   V given: V = min(V, max(1, V_fit)), so a chain is never silently cut by the ledger (V_requested records
+   a lowered V). Only V_fit = 0 (the solutions left no room for one chain each) lets the ledger cap chains.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.sampling import PoolParams, sample_pool
 from ttscale.select import best_scored, weighted_vote
 from ttscale.types import Answer, Problem
-from ttscale.verifiers.genrm import GenRM
+from ttscale.verifiers.genrm import GenRM, Verdict
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,13 +45,13 @@ class GenRMParams(PoolParams):
     n: int | None = None
     """S: solutions per problem; None = from the budget (see the module docstring)."""
     verifications: int | None = None
-    """V: verification chains per solution; None = from the budget."""
+    """V: verification chains per solution; None = what the budget left after the solutions pays for."""
     verify_tokens: int = 256
     """T_V: tokens per verification chain at most."""
     verify_temperature: float = 0.7
     """Sampling temperature of the verification chains."""
     solution_share: float = 0.594
-    """ρ: share of log C given to S when S and V come from the budget (0.57 / (0.57 + 0.39), the paper's exponents)."""
+    """ρ: share of log C given to S when S comes from the budget (0.57 / (0.57 + 0.39), the paper's exponents)."""
     select: Literal["best", "weighted"] = "best"
     """best: the solution with the highest mean verdict (the paper); weighted: the answer with the largest Σ r."""
 
@@ -69,7 +72,7 @@ def budget_split(
 ) -> tuple[int, int]:
     """(S, V) for a budget of `c` solution-equivalents, a verification costing `lam` of a solution.
 
-    The rule of the module docstring; a given S or V is kept and the other fitted to the budget.
+    Step 1 of the module docstring; a given S or V is kept and the other fitted to the budget.
     Both are at least 1 (a budget too small for that is left to the ledger's caps).
     """
     if c < 0 or lam <= 0:
@@ -83,29 +86,58 @@ def budget_split(
     return max(1, math.floor(c / (1 + lam * v))), v
 
 
+def plan_verifications(*, remaining: float, solutions: int, chain_tokens: int, wanted: int | None) -> int:
+    """Step 3: V from the measured rest of the budget; `chain_tokens` = T_V + 1, a chain's worst case."""
+    fit = math.floor(remaining / (max(1, solutions) * chain_tokens))
+    return max(1, fit) if wanted is None else min(wanted, max(1, fit))
+
+
+def answer_info(
+    p: GenRMParams, *, s: int, v: int, verdicts: Sequence[Sequence[Verdict]], scores: Sequence[float],
+    votes: Mapping[str, float], policy_tokens: int, verifier_tokens: int,
+) -> dict[str, Any]:
+    """The answer's info: S, V, both λ, where the verdicts came from, and every chain (what a sweep replays)."""
+    flat = [x for vs in verdicts for x in vs]
+    return {
+        "S": s,
+        "V": v,
+        **({"V_requested": p.verifications} if p.verifications is not None and v < p.verifications else {}),
+        "lambda_cap": round(p.verify_tokens / p.max_tokens, 6),
+        # The paper's λ per verification: verifier tokens per chain over policy tokens per solution (ledger counts).
+        "lambda_measured": round(verifier_tokens * len(verdicts) / (policy_tokens * len(flat)), 6)
+        if policy_tokens and flat
+        else None,
+        "solution_tokens_mean": round(policy_tokens / len(verdicts), 3) if verdicts else None,
+        "chain_tokens_mean": round(sum(x.chain_tokens for x in flat) / len(flat), 3) if flat else None,
+        "verdicts": {src: sum(x.source == src for x in flat) for src in ("chain", "appended", "default")},
+        # Per solution, per chain: r, chain tokens, verdict tokens, source.
+        "chains": [[[x.r, x.chain_tokens, x.verdict_tokens, x.source] for x in vs] for vs in verdicts],
+        "solutions": len(verdicts),
+        "select": p.select,
+        "votes": {k: round(x, 6) for k, x in votes.items()},
+        "best_score": max(scores, default=None),
+    }
+
+
 @strategy(GenRMParams)
 async def genrm(problem: Problem, ctx: Context, p: GenRMParams) -> Answer:
+    chain = p.verify_tokens + 1
     c = ctx.budget.affordable_samples(p.max_tokens)
-    lam = p.verify_tokens / p.max_tokens
-    s, v = budget_split(
-        c, lam=(p.verify_tokens + 1) / p.max_tokens, solution_share=p.solution_share, s=p.n, v=p.verifications
-    )
+    s, _ = budget_split(c, lam=chain / p.max_tokens, solution_share=p.solution_share, s=p.n, v=p.verifications)
     solutions = await sample_pool(ctx, replace(p, n=s))
+    v = plan_verifications(
+        remaining=ctx.budget.remaining, solutions=len(solutions), chain_tokens=chain, wanted=p.verifications
+    )
     verifier = GenRM(verifications=v, max_tokens=p.verify_tokens, temperature=p.verify_temperature)
-    scores = await verifier.score_outcomes(ctx, [sol.text for sol in solutions])
+    verdicts = await verifier.verify(ctx, [sol.text for sol in solutions])
+    scores = [verifier.score(vs) for vs in verdicts]
     samples = [ctx.sample(sol, score=r) for sol, r in zip(solutions, scores, strict=True)]
     if p.select == "weighted":
         prediction, votes = weighted_vote(samples)
     else:
         best = best_scored(samples)
         prediction, votes = (best.answer if best else None), {}
-    info = {
-        "S": s,
-        "V": v,
-        "lambda": round(lam, 6),
-        "solutions": len(samples),
-        "select": p.select,
-        "votes": {k: round(x, 6) for k, x in votes.items()},
-        "best_score": max(scores, default=None),
-    }
+    policy, verifying = ctx.budget.usage["policy"], ctx.budget.usage["verifier"]
+    info = answer_info(p, s=s, v=v, verdicts=verdicts, scores=scores, votes=votes,
+                       policy_tokens=policy.generated_tokens, verifier_tokens=verifying.generated_tokens)
     return Answer(prediction=prediction, samples=tuple(samples), info=info)

@@ -34,6 +34,9 @@ from ttscale.cli import main
         (["run"], "--strategy is required"),
         (["run", "--resume", "/no/such/run"], "is not a ttscale run"),
         (["fly"], "invalid choice: 'fly'"),
+        (["list", "--params", "bem"], "did you mean 'beam'?"),
+        (["list", "--params", "judge:beam"], "takes NAME, strategy:NAME or verifier:NAME"),
+        (["list", "--task", "math500"], "--task applies with --params NAME"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -56,6 +59,22 @@ def test_list_names_strategies_and_tasks(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "self_consistency" in out and "best_of_n" in out and "arithmetic" in out
+    assert "verifiers:\n" in out and "llm_judge" in out
+
+
+def test_list_params_shows_types_defaults_docstrings_and_task_suggestions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1+1?", "answer": "2"}\n', encoding="utf-8")
+    assert main(["list", "--params", "beam", "--task", f"jsonl:{data}", "--budget", "1k"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("  max_tokens ")))
+    assert lines[at] == f"  max_tokens (int) = 256; jsonl:{data} at 1k: 1000"  # capped at the budget
+    assert lines[at + 1].strip().startswith("Generated tokens per solution path at most")
+    assert any(line.startswith(f"  max_steps (int) = 8; jsonl:{data} at 1k: 40") for line in lines)
+    assert main(["list", "--params", "verifier:genrm"]) == 0
+    assert "  verifications (int) = 4" in capsys.readouterr().out
 
 
 def _ttscale(*args: str) -> list[str]:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from ttscale.params import parse_assignments, parse_params
+from ttscale.params import describe_params, parse_assignments, parse_params, task_defaults
 from ttscale.sampling import PoolParams
 
 
@@ -33,3 +36,36 @@ def test_parse_assignments() -> None:
     assert parse_assignments(["n=8", " temperature = 0.7 "]) == {"n": "8", "temperature": "0.7"}
     with pytest.raises(ValueError, match="key=value"):
         parse_assignments(["n8"])
+
+
+def _math_task(tmp_path: Path) -> Any:
+    from ttscale.evals.base import load_task
+
+    path = tmp_path / "math.jsonl"
+    path.write_text('{"question": "What is $1/2 + 1/2$?", "answer": "1"}\n', encoding="utf-8")
+    return load_task(f"jsonl:{path}")
+
+
+def test_task_defaults_fill_what_the_strategy_has_capped_by_a_token_budget(tmp_path: Path) -> None:
+    from ttscale.budget import Budget
+    from ttscale.evals.base import load_task
+    from ttscale.search.search import SearchParams
+
+    math = _math_task(tmp_path)
+    # search-and-learn's MATH settings: 2048-token solutions, 40 iterations.
+    assert task_defaults(SearchParams, task=math, budget=Budget.parse("8k")) == {"max_tokens": 2048, "max_steps": 40}
+    # A budget below one solution's cap pays for one shorter solution, not for none.
+    assert task_defaults(SearchParams, task=math, budget=Budget.parse("1000"))["max_tokens"] == 1000
+    assert task_defaults(PoolParams, task=math, budget=Budget.parse("8k")) == {"max_tokens": 2048}  # no max_steps
+    assert task_defaults(SearchParams, task=load_task("arithmetic"), budget=Budget.parse("8k")) == {}
+
+
+def test_params_are_described_with_their_docstrings() -> None:
+    docs = {d.name: d for d in describe_params(PoolParams)}
+    assert docs["max_tokens"].type == "int" and docs["max_tokens"].default == 256
+    assert docs["n"].type == "int | None" and docs["n"].doc.startswith("Samples per problem")
+    from ttscale.strategies.beam import BeamParams
+
+    beam = {d.name: d for d in describe_params(BeamParams)}
+    assert beam["width"].doc.startswith("M: children per kept prefix")  # the subclass's own field
+    assert beam["max_steps"].doc == "Steps per solution path at most (search depth)."  # inherited from SearchParams

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from ttscale.select import best_scored, majority_vote, normalize_answer, weighted_vote
 from ttscale.types import Sample
 
@@ -57,3 +59,38 @@ def test_a_256_sample_pool_is_counted_fast() -> None:
         majority_vote(samples)
         weighted_vote(samples)
     assert (time.process_time() - start) / 20 < 0.05  # per pool, both votes: far below one engine step
+
+
+def test_symbolically_equal_answers_are_one_vote() -> None:
+    # Keys differ ("x^2+2x+1" vs "(x+1)^2"): only math-verify sees they are one polynomial.
+    samples = [s(a) for a in ["3", "3", "(x+1)^2", "x^2+2x+1", "x^{2} + 2x + 1"]]
+    prediction, votes = majority_vote(samples)
+    assert prediction == "(x+1)^2" and sorted(votes.values()) == [2, 3]
+    # Weighted: 0.4 + 0.3 for the polynomial in two forms against 0.6 for 3.
+    scored = [s("3", 0.6), s("x^2+2x+1", 0.4), s("(x+1)^2", 0.3)]
+    assert weighted_vote(scored) == ("x^2+2x+1", {"3": 0.6, normalize_answer("x^2+2x+1"): 0.7})
+
+
+def test_symbolic_merge_joins_the_better_voted_group() -> None:
+    # "\\sqrt{4}" equals the literal 2; 2 and 3 are never compared (their keys are exact values).
+    samples = [s(a) for a in ["2", "\\sqrt{4}", "3", "3", "\\sqrt{9}"]]
+    prediction, votes = majority_vote(samples)
+    assert votes == {"2": 2, "3": 3} and prediction == "3"
+    # Reversed, "3" leads (two votes) and "\\sqrt{4}" (seen before "2") leads its group: the shown answer
+    # and the key are the leader's.
+    assert majority_vote(list(reversed(samples))) == ("3", {"3": 3, normalize_answer("\\sqrt{4}"): 2})
+
+
+def test_symbolic_merge_is_bounded_and_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from ttscale import select
+
+    distinct = [f"x^{{{k}}} + {k}" for k in range(40)]  # 40 different polynomials: nothing to merge
+    monkeypatch.setattr(select, "SYMBOLIC", select.SymbolicMerge(groups=16, pair_timeout=1.0, within=0.5))
+    majority_vote([s("x")])  # start the grader's workers off the clock
+    start = time.monotonic()
+    _, votes = majority_vote([s(a) for a in distinct])
+    assert len(votes) == 40 and time.monotonic() - start < 0.5 + 1.5  # `within`, plus killing a busy worker
+    monkeypatch.setattr(select, "SYMBOLIC", select.SymbolicMerge(groups=0))
+    assert len(majority_vote([s("(x+1)^2"), s("x^2+2x+1")])[1]) == 2

@@ -16,7 +16,7 @@ from typing import NoReturn
 #: subcommand → "module:function" that adds its parser (imported lazily, so `--help` stays fast).
 SUBCOMMANDS: dict[str, str] = {
     "run": "ttscale.cli_run:register",
-    "list": "ttscale.cli_run:register_list",
+    "list": "ttscale.cli_list:register_list",
     "prepare": "ttscale.cli_run:register_prepare",
     "cost": "ttscale.cli_cost:register",
     "fit": "ttscale.cli_fit:register",

@@ -82,11 +82,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def register_list(sub: Any) -> None:
-    p = sub.add_parser("list", help="list strategies and tasks")
-    p.set_defaults(func=cmd_list)
-
-
 def register_prepare(sub: Any) -> None:
     p = sub.add_parser("prepare", help="convert the embedded model into the user cache (done once)")
     p.set_defaults(func=cmd_prepare)
@@ -125,7 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         spec, run_dir, resuming = build_spec(args)
         distributed = _distributed(args, spec)
-        prepared = prepare(spec)
+        # A resumed run keeps the parameters stored with it, whatever the task suggests today.
+        prepared = prepare(spec, task_defaults=not resuming)
         if resuming:
             check_resume(run_dir, prepared)
         elif run_dir.has_results():
@@ -274,32 +270,11 @@ def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig |
         raise UsageError(f"run: {exc}") from None
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from ttscale import STRATEGIES, TASKS
-
-    print("strategies:")
-    for name in STRATEGIES.names():
-        print(f"  {name:<20} {_first_line(STRATEGIES, name)}")
-    print("tasks:")
-    for name in TASKS.names():
-        print(f"  {name:<20} {_first_line(TASKS, name)}")
-    return 0
-
-
 def cmd_prepare(args: argparse.Namespace) -> int:
     from ttscale.models import prepare_embedded
 
     print(prepare_embedded())
     return 0
-
-
-def _first_line(registry: Any, name: str) -> str:
-    try:
-        obj = registry.get(name)
-        doc = obj.__doc__ or sys.modules[obj.__module__].__doc__ or ""
-    except Exception as exc:  # a broken plugin must not break `list`
-        return f"(cannot load: {type(exc).__name__})"
-    return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
 def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
@@ -370,4 +345,4 @@ def _positive_int(text: str) -> int:
     return value
 
 
-__all__ = ["register", "register_list", "register_prepare"]
+__all__ = ["register", "register_prepare"]

@@ -18,13 +18,13 @@ from typing import Any
 
 from ttscale.budget import Budget, BudgetError, Ledger
 from ttscale.cli import UsageError
-from ttscale.difficulty import ProbeSettings, offline_features
 from ttscale.engine.base import EngineConfig
-from ttscale.policy import Difficulty, LearnOptions, Outcome, learn_policy
+from ttscale.holdout import SOURCES, difficulty, learn_from_sweep
+from ttscale.policy import LearnOptions, Outcome
+from ttscale.replay import best_at_compute
 from ttscale.runner import Prepared
-from ttscale.select import majority_vote
-from ttscale.sweep import POOL_STRATEGIES, Cell, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
-from ttscale.types import Problem, Sample
+from ttscale.sweep import Cell, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
+from ttscale.types import Problem
 
 _ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
 
@@ -47,6 +47,8 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, help="problems in flight at once within a cell (default 64)")
     p.add_argument("--data-dir", help="folder with local copies of the datasets")
     p.add_argument("--no-subsample", action="store_true", help="run every budget directly (no generate-once)")
+    p.add_argument("--holdout", type=int, default=0, metavar="N",
+                   help="a held-out pool of N samples per problem for the policy's probe and pass@1 (default 0: none)")
     for flag, kind in _ENGINE_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -60,10 +62,14 @@ def register_policy(sub: Any) -> None:
     p.add_argument("--out", help="policy JSON to write (default DIR/policy-<bins>.json)")
     p.add_argument(
         "--bins",
-        choices=("predicted", "oracle"),
+        choices=("predicted", "verifier", "oracle"),
         default="predicted",
-        help="predicted: bins from a probe (usable by --strategy adaptive); oracle: from the true pass@1",
+        help="predicted: a fit of pass@1 on probe features; verifier: the probe's mean verifier score (both usable "
+        "by --strategy adaptive); oracle: the true pass@1",
     )
+    p.add_argument("--difficulty-from", choices=SOURCES, default="auto",
+                   help="holdout: the sweep's held-out pool; pools: the candidates' own samples (leaky); auto: "
+                   "holdout when the sweep has one (default)")
     p.add_argument("--n-bins", type=int, default=5, help="difficulty bins (default 5)")
     p.add_argument("--folds", type=int, default=2, help="cross-validation folds (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
@@ -136,75 +142,6 @@ def outcomes(results: SweepResults) -> tuple[list[Outcome], dict[str, dict[str, 
     return rows, candidates
 
 
-def difficulty(
-    results: SweepResults,
-    *,
-    probe_n: int = 4,
-    probe_verifier: str | None = "arithmetic",
-) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
-    """Each problem's p̂₁ (every sample of the sample-pool cells at the largest budget, all seeds), and its
-    probe features and probe-majority correctness from the first `probe_n` samples of one pool."""
-    from ttscale import STRATEGIES
-    from ttscale.params import params_class, parse_params
-
-    top = results.spec.budgets[-1]
-    pools = [c for c in results.cells if c.strategy in POOL_STRATEGIES and c.budget == top and c.id in results.records]
-    if not pools:
-        raise ValueError("difficulty needs a finished sample-pool cell (best_of_n or self_consistency) in the sweep")
-    # Best-of-N without a verifier stores each sample's mean log-prob: its pool also gives the entropy feature.
-    source = min(pools, key=lambda c: (c.strategy != "best_of_n", "verifier" in c.params, c.seed, c.id))
-    p = parse_params(params_class(STRATEGIES.get(source.strategy)), source.params)
-    settings = ProbeSettings(
-        n=probe_n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, verifier=probe_verifier
-    )
-    by_id = {q.id: q for q in results.problems}
-    graded: dict[tuple[str, str | None], bool] = {}
-
-    def right(pid: str, answer: str | None) -> bool:
-        if (pid, answer) not in graded:
-            graded[pid, answer] = bool(results.task.grade(answer, by_id[pid]))
-        return graded[pid, answer]
-
-    heads = {pid: results.records[source.id][pid].get("samples", []) for pid in by_id}
-    features = offline_features(
-        heads,
-        problems=by_id,
-        task=results.task,
-        settings=settings,
-        logprob_scores=source.strategy == "best_of_n" and p.verifier is None,
-    )
-    out = {}
-    for pid in by_id:
-        samples = [s for c in pools for s in results.records[c.id][pid].get("samples", [])]
-        if not samples:
-            continue
-        head = [Sample(**s) for s in heads[pid][:probe_n]]
-        out[pid] = Difficulty(
-            pass1=sum(right(pid, s.get("answer")) for s in samples) / len(samples),
-            features=features[pid],
-            probe_correct=float(right(pid, majority_vote(head)[0])),
-        )
-    meta = {"probe_source_cell": source.id, "pass1_from_cells": [c.id for c in pools]}
-    return out, settings, meta
-
-
-def learn_from_sweep(
-    root: str | Path, *, options: LearnOptions, probe_n: int = 4, probe_verifier: str | None = "arithmetic"
-) -> dict[str, Any]:
-    """The policy JSON (see `ttscale.policy.learn_policy`) learned from a sweep directory."""
-    results = load_results(root)
-    rows, candidates = outcomes(results)
-    diff, settings, meta = difficulty(results, probe_n=probe_n, probe_verifier=probe_verifier)
-    return learn_policy(
-        outcomes=rows,
-        difficulty=diff,
-        options=options,
-        candidates=candidates,
-        probe=settings,
-        meta={"sweep": str(root), "task": results.spec.task, "problems": len(diff), **meta},
-    )
-
-
 def _limit(budget: str) -> float:
     return Budget.parse(budget).limit
 
@@ -247,7 +184,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a cell directory held by another process, or one that differs from the grid
         raise UsageError(f"sweep: {exc}") from None
     table = sweep_table(load_results(root))
-    print(json.dumps(table, indent=2) if args.json else _format(table))
+    matched = best_at_compute(table)
+    if args.json:
+        print(json.dumps({"cells": table, "matched_compute": matched}, indent=2))
+    else:
+        print(_format(table))
+        if len({r["strategy"] for r in table}) > 1:
+            print(format_matched(matched))
     print(f"sweep: {root}", file=sys.stderr)
     return 0
 
@@ -256,12 +199,15 @@ def cmd_policy(args: argparse.Namespace) -> int:
     verifier = None if args.probe_verifier.lower() == "none" else args.probe_verifier
     try:
         options = LearnOptions(bins=args.bins, n_bins=args.n_bins, folds=args.folds, seed=args.seed)
-        policy = learn_from_sweep(args.sweep, options=options, probe_n=args.probe_n, probe_verifier=verifier)
+        policy = learn_from_sweep(args.sweep, options=options, probe_n=args.probe_n, probe_verifier=verifier,
+                                  source=args.difficulty_from)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"policy: {exc}") from None
     out = Path(args.out) if args.out else Path(args.sweep) / f"policy-{args.bins}.json"
     out.write_text(json.dumps(policy, indent=2) + "\n", encoding="utf-8")
     print(format_policy(policy))
+    if policy.get("leakage"):
+        print(f"policy: warning: {policy['leakage']}", file=sys.stderr)
     print(f"policy: {out}", file=sys.stderr)
     return 0
 
@@ -274,14 +220,20 @@ def sweep_table(results: SweepResults) -> list[dict[str, Any]]:
         if recs is None:
             continue
         picked = [recs[p.id] for p in results.problems]
+        correct = sum(bool(r.get("correct")) for r in picked)
         rows.append(
             {
                 "cell": cell.id,
+                "strategy": cell.strategy,
                 "candidate": cell.candidate,
                 "budget": cell.budget,
                 "seed": cell.seed,
-                "accuracy": sum(bool(r.get("correct")) for r in picked) / len(picked),
+                "accuracy": correct / len(picked),
+                "correct": correct,
+                "problems": len(picked),
                 "mean_spent": sum(float(r["ledger"].get("spent", 0)) for r in picked) / len(picked),
+                # Matched compute is on the ledger's generated tokens (policy + verifier), whatever the budget's unit.
+                "mean_tokens": sum(float(r["ledger"].get("generated_tokens", 0)) for r in picked) / len(picked),
                 "derived_from": cell.source,
             }
         )
@@ -309,9 +261,18 @@ def format_policy(policy: Mapping[str, Any]) -> str:
     agreement = policy["difficulty"].get("predicted_vs_oracle_heldout")
     if agreement:
         lines.append(
-            f"  predicted vs oracle bins (held out): exact {_pct(agreement['exact'])}, within one "
+            f"  {policy['bins']} vs oracle bins (held out): exact {_pct(agreement['exact'])}, within one "
             f"{_pct(agreement['within_one'])}, spearman {agreement.get('spearman_score_vs_pass1', 'n/a')}"
         )
+    saved = policy["cross_validation"].get("tokens_saved") or {}
+    if saved.get("budgets"):
+        bounds = {"exact": "", "at_most": " (upper bound)", "at_least": " (lower bound: never reached)"}
+        lines.append(f"  P4, tokens saved at equal accuracy vs {saved['baseline']}:")
+        for b, rec in saved["budgets"].items():
+            low, high = (f"{x:.2f}" if x is not None else "unbounded" for x in rec["ci95"])
+            lines.append(f"    {b:>7}  policy {_pct(rec['policy_accuracy'])} @ {rec['policy_tokens']:.0f} tokens, "
+                         f"baseline @ {rec['baseline_tokens']:.0f}: {rec['ratio']}x [{low}, {high}]"
+                         f"{bounds[rec['bound']]}")
     return "\n".join(lines)
 
 
@@ -322,6 +283,24 @@ def _format(table: list[dict[str, Any]]) -> str:
             f"{r['candidate']:<58} {r['budget']:>7} {r['seed']:>4} {_pct(r['accuracy']):>6} "
             f"{r['mean_spent']:>8.1f}  {'derived' if r['derived_from'] else 'run'}"
         )
+    return "\n".join(lines)
+
+
+def format_matched(matched: list[dict[str, Any]]) -> str:
+    """Per compute level L (mean ledger tokens per problem), each strategy's best cell within L."""
+    names = sorted({name for level in matched for name in level["best"]})
+    lines = ["best at matched compute: ledger tokens per problem ≤ L; accuracy [95% CI] @tokens, parameters, budget"]
+    lines.append(f"{'L':>8}  " + "  ".join(f"{n:<52}" for n in names))
+    for level in matched:
+        cols = []
+        for name in names:
+            b = level["best"].get(name)
+            text = "—" if b is None else (
+                f"{_pct(b['accuracy'])} [{_pct(b['ci95'][0])}, {_pct(b['ci95'][1])}] @{b['mean_tokens']:.0f} "
+                f"{b['candidate'].removeprefix(name).strip()} b={b['budget']}"
+            )
+            cols.append(f"{text:<52}")
+        lines.append(f"{level['tokens']:>8.1f}  " + "  ".join(cols))
     return "\n".join(lines)
 
 
@@ -340,7 +319,7 @@ def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
     except ValueError:
         raise ValueError(f"--seeds must be whole numbers separated by commas, got {args.seeds!r}") from None
     options = {"data_dir": args.data_dir} if args.data_dir else {}
-    extra = {k: getattr(args, k) for k in ("task", "limit", "concurrency") if getattr(args, k) is not None}
+    extra = {k: getattr(args, k) for k in ("task", "limit", "concurrency", "holdout") if getattr(args, k) is not None}
     return SweepSpec(
         grid=tuple(GridEntry.parse(s) for s in args.strategy),
         budgets=tuple(b.strip() for b in args.budgets.split(",") if b.strip()),

@@ -6,9 +6,12 @@ quantile bin of the model's pass@1 on the problem (five bins; the *oracle* needs
 or of a prediction of it that needs none (*predicted*). The token-entropy feature follows DiffAdapt's
 observation that a model's per-token entropy tracks how hard it finds a problem.
 
-Symbols: p̂₁ the fraction of a problem's stored samples that are correct; B bins, bin 1 the easiest;
+Symbols: p̂₁ the fraction of a problem's stored samples that are correct (a held-out pool of its own,
+ttscale.holdout); B bins, bin 1 the easiest;
 thresholds t_1 ≥ … ≥ t_{B−1} (quantiles of p̂₁), bin(x) = 1 + #{j : x ≤ t_j}, so ties fall into the
-harder bin (every never-solved problem lands in bin B, the "hopeless" one). A probe is `n` samples at
+harder bin (every never-solved problem lands in bin B, the "hopeless" one): the layout of policies
+learned before equal bins. Equal bins (`equal_cuts`, Snell's five quantile bins) break ties by a seeded
+random permutation instead, so every bin holds the same number of training problems. A probe is `n` samples at
 the sweep's sampling settings; its features are the answer agreement a (share of the modal answer),
 the mean outcome-verifier score v̄, and the mean surprisal H = mean over samples of −(1/|y|) Σ log π(y_t)
 (an unbiased estimate of the token entropy, E[−log p] = H). Predicted bins threshold a linear fit
@@ -18,6 +21,7 @@ the mean outcome-verifier score v̄, and the mean surprisal H = mean over sample
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -213,18 +217,61 @@ def assign_bins(values: Sequence[float], thresholds: Sequence[float]) -> list[in
     return [1 + int((x <= t).sum()) for x in np.asarray(values, dtype=float)]
 
 
+def tie_breaker(problem_id: str, *, seed: int) -> float:
+    """u ∈ [0, 1): a problem's place among equal values, a hash of (seed, id) so a live problem gets one too."""
+    digest = hashlib.blake2b(f"{seed}\x00{problem_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def equal_cuts(values: Sequence[float], ties: Sequence[float], *, bins: int) -> list[tuple[float, float]]:
+    """Cuts (t_j, u_j), j = 1 … B−1, that split the problems into B bins of equal size (±1), bin 1 the highest values.
+
+    Problems are ranked by value, highest first, equal values in the order of their tie-breakers u (a
+    seeded random permutation): a mass of equal values (say, never-solved problems) is shared between
+    neighbouring bins instead of all falling into one. Cut j lies between the last problem of bin j and
+    the first of bin j+1: the midpoint of their values, or, where the values are equal, that value and the
+    midpoint of their tie-breakers, so an unseen problem goes to the bin whose edge it is nearer.
+    """
+    check_positive("bins", bins)
+    if not values or len(values) != len(ties):
+        raise ValueError(f"equal_cuts needs at least one value and one tie-breaker each, got {len(values)} "
+                         f"values and {len(ties)} tie-breakers")
+    ranked = sorted(zip(map(float, values), map(float, ties), strict=True), key=lambda xu: (-xu[0], xu[1]))
+    ends = np.cumsum([len(part) for part in np.array_split(np.arange(len(ranked)), bins)])[:-1]
+    cuts = []
+    for e in ends:  # fewer problems than bins: the bins past the last problem stay empty
+        if e == 0 or e == len(ranked):
+            cuts.append((ranked[0][0] + 1.0, 0.0) if e == 0 else (ranked[-1][0] - 1.0, 1.0))
+            continue
+        (x0, u0), (x1, u1) = ranked[e - 1], ranked[e]
+        cuts.append((x0, (u0 + u1) / 2) if x0 == x1 else ((x0 + x1) / 2, 0.5))
+    return cuts
+
+
+def assign_equal(values: Sequence[float], ties: Sequence[float], cuts: Sequence[Sequence[float]]) -> list[int]:
+    """bin(x, u) = 1 + #{j : x < t_j, or x = t_j and u > u_j}: the cuts of `equal_cuts`, applied to any problem."""
+    return [1 + sum(1 for t, v in cuts if x < t or (x == t and u > v))
+            for x, u in zip(map(float, values), map(float, ties), strict=True)]
+
+
 def matched_thresholds(scores: Sequence[float], oracle_bins: Sequence[int], *, bins: int) -> list[float]:
     """Thresholds on predicted scores that give the problems the oracle bins' proportions.
 
-    u_j is the (1 − c_j) quantile of the scores, c_j the share of problems in oracle bins ≤ j: an empty
-    oracle bin gives u_j = u_{j−1}, an empty predicted bin.
+    u_j is the (1 − c_j) quantile of the scores, c_j the share of problems in oracle bins ≤ j, moved halfway
+    to the next higher score (same training bins): an empty oracle bin gives u_j = u_{j−1}, an empty predicted bin.
     """
     s = np.asarray(scores, dtype=float)
     o = np.asarray(oracle_bins)
     out = []
     for j in range(1, bins):
         share = float((o <= j).mean())
-        out.append(float(np.quantile(s, 1 - share, method="lower")) if share < 1 else float(s.min()) - 1.0)
+        if share >= 1:
+            out.append(float(s.min()) - 1.0)
+            continue
+        u = float(np.quantile(s, 1 - share, method="lower"))
+        above = s[s > u]
+        # Halfway to the next score: an unseen problem goes to the side whose training edge it is nearer.
+        out.append((u + float(above.min())) / 2 if above.size else u)
     return out
 
 

@@ -8,6 +8,7 @@ so a typo or a bad value is refused before any engine starts.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import types
 import typing
@@ -50,6 +51,27 @@ def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
         return cls(**values)
     except TypeError as exc:  # e.g. a wrong type passed from Python
         raise ValueError(str(exc)) from None
+
+
+def task_defaults(cls: type[Any], *, task: Any, budget: Any) -> dict[str, Any]:
+    """The values `task` suggests for the fields of `cls` (a strategy's Params), capped by `budget`.
+
+    A task may suggest parameters through a `param_defaults()` method (MATH-style benchmarks: solutions of
+    up to 2048 tokens and 40 search steps, as search-and-learn runs them; the arithmetic task suggests
+    none). Only fields `cls` has are taken. `max_tokens` is capped at a token budget, so that a budget
+    below the suggestion still pays for one (shorter) solution instead of none. This is the one place
+    such defaults are resolved: `prepare` uses it for a new run, `ttscale sweep` per cell (through
+    `prepare`), and `adaptive` for the strategy it routes to, at the budget of the policy row it was
+    learned at. An explicit parameter always wins: callers merge these *under* the user's values.
+    """
+    from ttscale.evals.base import param_defaults
+
+    suggested = param_defaults(task)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    out = {k: v for k, v in suggested.items() if k in names}
+    if "max_tokens" in out and getattr(budget, "unit", None) == "tokens":
+        out["max_tokens"] = max(1, min(int(out["max_tokens"]), int(budget.limit)))
+    return out
 
 
 def parse_assignments(items: list[str] | None) -> dict[str, str]:
@@ -118,3 +140,52 @@ def _convert_one(text: str, kind: Any) -> Any:
 
 def _is_union(annotation: Any) -> bool:
     return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamDoc:
+    """One parameter as `ttscale list --params` shows it."""
+
+    name: str
+    type: str
+    """The annotation as written (`int | None`)."""
+    default: Any
+    """The default (dataclasses.MISSING when there is none)."""
+    doc: str
+    """The docstring under the field (empty when it has none)."""
+
+
+def describe_params(cls: type[Any]) -> list[ParamDoc]:
+    """Every init field of a parameter dataclass with its type, default and the docstring written under it."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):  # a subclass's docstring overrides its base's
+        if dataclasses.is_dataclass(klass):
+            docs.update(_field_docstrings(klass))
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        out.append(ParamDoc(f.name, kind, default, docs.get(f.name, "")))
+    return out
+
+
+def _field_docstrings(cls: type[Any]) -> dict[str, str]:
+    """`name: type = value` followed by a string literal: that string is the field's docstring (PEP 257)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):  # no source (a frozen or generated class): no docstrings
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    out = {}
+    for stmt, after in itertools.pairwise(body):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            out[stmt.target.id] = inspect.cleandoc(after.value.value)
+    return out

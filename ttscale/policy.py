@@ -10,6 +10,8 @@ k a bin; acc(c, b, k) the mean correctness of c at b over the problems of bin k;
 over P problems the allocation maximizes Σ_i acc_{k_i}(b_i) subject to Σ_i b_i ≤ T (a multiple-choice
 knapsack), solved by its Lagrangian: each bin takes argmax_b acc_k(b) − λ·b, with the smallest λ ≥ 0 whose
 expected spend fits; b = 0 is "answer with the probe's majority" (acc_k(0) measured on the same data).
+Bins: oracle (p̂₁), predicted (a fit of p̂₁ on probe features) or verifier (the probe's mean verifier score);
+the held-out policy is compared with a fixed baseline in tokens at equal accuracy (P4, ttscale.savings).
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from ttscale.difficulty import (
     ProbeSettings,
     agreement_report,
     assign_bins,
-    quantile_thresholds,
+    assign_equal,
+    equal_cuts,
+    tie_breaker,
 )
 from ttscale.evals.metrics import bootstrap_mean
 from ttscale.params import check_positive
+from ttscale.savings import tokens_saved
 
 FORMAT = "ttscale.policy/1"
 
@@ -62,31 +67,34 @@ class Difficulty:
     """What the sweep says about one problem's difficulty."""
 
     pass1: float
-    """p̂₁: the fraction of its stored i.i.d. samples that are correct."""
+    """p̂₁: the fraction of its stored i.i.d. samples that are correct (ttscale.holdout: apart from the probe's)."""
     features: Features | None = None
-    """Probe features from the first samples of its pool (predicted bins need them)."""
+    """Probe features (predicted and verifier bins need them)."""
     probe_correct: float | None = None
     """Whether the probe's majority answer is right (the accuracy of spending nothing after the probe)."""
+    probe_spent: float | None = None
+    """Tokens the probe generated: what routing costs on top of the chosen strategy (None = unknown, taken as 0)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class LearnOptions:
     """How a policy is learned from a sweep table."""
 
-    bins: Literal["oracle", "predicted"] = "predicted"
-    """oracle: bins of the true p̂₁ (an upper bound; needs the truth); predicted: bins of the probe's prediction."""
+    bins: Literal["oracle", "predicted", "verifier"] = "predicted"
+    """oracle: bins of the true p̂₁ (an upper bound; needs the truth); predicted: bins of a fit of p̂₁ on the probe's
+    features; verifier: equal bins of the probe samples' mean verifier score (Snell's predicted difficulty)."""
     n_bins: int = 5
     """Difficulty bins (Snell et al. use 5)."""
     folds: int = 2
     """Cross-validation folds (Snell et al. use 2)."""
     seed: int = 0
-    """Seed of the fold assignment."""
+    """Seed of the fold assignment and of the tie-breakers that make equal bins equal."""
     resamples: int = 2000
     """Bootstrap resamples of the confidence intervals."""
 
     def __post_init__(self) -> None:
-        if self.bins not in ("oracle", "predicted"):
-            raise ValueError(f"bins must be oracle or predicted, got {self.bins!r}")
+        if self.bins not in ("oracle", "predicted", "verifier"):
+            raise ValueError(f"bins must be oracle, predicted or verifier, got {self.bins!r}")
         check_positive("n_bins", self.n_bins)
         if not isinstance(self.folds, int) or self.folds < 2:
             raise ValueError(f"folds must be ≥ 2, got {self.folds!r}")
@@ -123,30 +131,44 @@ class _Table:
 
 
 class _Binner:
-    """Bins fitted on some problems and applied to any: thresholds on p̂₁ (oracle) or a predictor (predicted)."""
+    """Bins fitted on some problems and applied to any: equal bins of p̂₁ (oracle) or of the probe's mean
+    verifier score (verifier), or a predictor of p̂₁ (predicted); `ties` are the problems' tie-breakers."""
 
     def __init__(self, rows: np.ndarray, pass1: np.ndarray, features: Sequence[Features | None],
-                 options: LearnOptions) -> None:
-        self.thresholds = quantile_thresholds(pass1[rows], bins=options.n_bins)
+                 ties: np.ndarray, options: LearnOptions) -> None:
+        self.cuts = equal_cuts(pass1[rows].tolist(), ties[rows].tolist(), bins=options.n_bins)
         self.predictor: Predictor | None = None
+        self.verifier_cuts: list[tuple[float, float]] | None = None
+        if options.bins != "oracle" and any(features[i] is None for i in rows):
+            raise ValueError(f"{options.bins} bins need probe features for every problem")
         if options.bins == "predicted":
-            oracle = assign_bins(pass1[rows], self.thresholds)
+            oracle = assign_equal(pass1[rows].tolist(), ties[rows].tolist(), self.cuts)
             train = [features[i] for i in rows]
-            if any(f is None for f in train):
-                raise ValueError("predicted bins need probe features for every problem")
             self.predictor = Predictor.fit([f for f in train if f is not None], pass1[rows], oracle,
                                            bins=options.n_bins)
-        self.pass1, self.features = pass1, features
+        elif options.bins == "verifier":
+            self.verifier_cuts = equal_cuts([_verifier_mean(features[i]) for i in rows], ties[rows].tolist(),
+                                            bins=options.n_bins)
+        self.pass1, self.features, self.ties = pass1, features, ties
 
     def oracle(self, i: int) -> int:
-        return assign_bins([float(self.pass1[i])], self.thresholds)[0]
+        return assign_equal([float(self.pass1[i])], [float(self.ties[i])], self.cuts)[0]
 
     def __call__(self, i: int) -> int:
+        f = self.features[i]
+        if self.verifier_cuts is not None:
+            return assign_equal([_verifier_mean(f)], [float(self.ties[i])], self.verifier_cuts)[0]
         if self.predictor is None:
             return self.oracle(i)
-        f = self.features[i]
         assert f is not None
         return self.predictor.bin(f)
+
+
+def _verifier_mean(features: Features | None) -> float:
+    if features is None or features.verifier_mean is None:
+        raise ValueError("verifier bins need the probe's mean verifier score: learn with a probe verifier "
+                         "(--probe-verifier arithmetic), not none")
+    return float(features.verifier_mean)
 
 
 def learn_policy(
@@ -167,10 +189,15 @@ def learn_policy(
         raise ValueError("no candidate was measured on every problem at any budget")
     pass1 = np.asarray([difficulty[p].pass1 for p in problems], dtype=float)
     feats = [difficulty[p].features for p in problems]
+    ties = np.asarray([tie_breaker(p, seed=options.seed) for p in problems])
     everyone = np.arange(len(problems))
-    folds = _folds(assign_bins(pass1.tolist(), quantile_thresholds(pass1.tolist(), bins=options.n_bins)), options)
-    cv = _cross_validate(table, pass1, feats, folds, options)
-    final = _Binner(everyone, pass1, feats, options)
+    folds = _folds(assign_equal(pass1.tolist(), ties.tolist(),
+                                equal_cuts(pass1.tolist(), ties.tolist(), bins=options.n_bins)), options)
+    cv, held = _cross_validate(table, pass1, feats, ties, folds, options)
+    probe_spent = np.asarray([difficulty[p].probe_spent or 0.0 for p in problems], dtype=float)
+    cv["tokens_saved"] = tokens_saved(table, held, probe_spent if options.bins != "oracle" else 0 * probe_spent,
+                                      candidates=candidates, resamples=options.resamples, seed=options.seed)
+    final = _Binner(everyone, pass1, feats, ties, options)
     bins = np.asarray([final(int(i)) for i in everyone])
     probe_ok = np.asarray([difficulty[p].probe_correct or 0.0 for p in problems], dtype=float)
     per_bin: dict[str, Any] = {}
@@ -191,7 +218,11 @@ def learn_policy(
         "budgets": [_fmt(b) for b in table.budgets if table.candidates[b]],
         **dict(meta or {}),
         "difficulty": {
-            "oracle_thresholds_pass1": final.thresholds,
+            # Equal bins: cut j is (value, tie-breaker) of bin j's last training problem (ttscale.difficulty).
+            "oracle_thresholds_pass1": [t for t, _ in final.cuts],
+            "oracle_cuts": [list(c) for c in final.cuts],
+            "verifier_cuts": [list(c) for c in final.verifier_cuts] if final.verifier_cuts else None,
+            "tie_seed": options.seed,
             "bin_shares": {str(k): float((bins == k).mean()) for k in range(1, options.n_bins + 1)},
             "probe": probe.to_dict() if probe else None,
             "predictor": final.predictor.to_dict() if final.predictor else None,
@@ -212,8 +243,8 @@ def _folds(strata: Sequence[int], options: LearnOptions) -> np.ndarray:
     return fold
 
 
-def _cross_validate(table: _Table, pass1: np.ndarray, feats: Sequence[Features | None], folds: np.ndarray,
-                    options: LearnOptions) -> dict[str, Any]:
+def _cross_validate(table: _Table, pass1: np.ndarray, feats: Sequence[Features | None], ties: np.ndarray,
+                    folds: np.ndarray, options: LearnOptions) -> tuple[dict[str, Any], dict[float, np.ndarray]]:
     """Held-out accuracy of the whole procedure (bins, predictor, choice all refit on each training fold)."""
     n = len(table.problems)
     budgets = [b for b in table.budgets if table.candidates[b]]
@@ -224,7 +255,7 @@ def _cross_validate(table: _Table, pass1: np.ndarray, feats: Sequence[Features |
     chosen: dict[float, list[list[str]]] = {b: [] for b in budgets}
     for f in range(options.folds):
         train, test = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-        binner = _Binner(train, pass1, feats, options)
+        binner = _Binner(train, pass1, feats, ties, options)
         train_bins = np.asarray([binner(i) for i in train])
         for i in test:
             predicted[i], oracle[i] = binner(i), binner.oracle(i)
@@ -255,10 +286,12 @@ def _cross_validate(table: _Table, pass1: np.ndarray, feats: Sequence[Features |
             for b in budgets
         },
     }
-    if options.bins == "predicted":
+    if options.bins != "oracle":
         out["agreement"] = agreement_report(predicted.tolist(), oracle.tolist(), bins=options.n_bins,
-                                            scores=scores.tolist(), pass1=pass1.tolist())
-    return out
+                                            scores=scores.tolist() if options.bins == "predicted" else None,
+                                            pass1=pass1.tolist())
+    # Held-out (correct, spent) of every problem under the policy, per budget: what tokens_saved compares.
+    return out, {b: np.stack([policy[b], spent[b]]) for b in budgets}
 
 
 def _evidence(table: _Table, b: float, rows: np.ndarray, options: LearnOptions,
@@ -327,15 +360,29 @@ class Policy:
             raise ValueError("the policy has no probe settings: learn it from a sweep with a sample-pool strategy")
         return ProbeSettings(**settings)
 
-    def bin_of(self, features: Features) -> int:
-        """The predicted bin of a probed problem (a policy learned with oracle bins cannot be used live)."""
+    def bin_of(self, features: Features, *, problem_id: str = "") -> int:
+        """The bin of a probed problem (a policy learned with oracle bins cannot be used live); verifier bins
+        break a tie at a cut by the problem's tie-breaker, as in training."""
+        if self.data["bins"] == "verifier":
+            if features.verifier_mean is None:
+                raise ValueError("a verifier-bin policy needs the probe's mean verifier score; the probe had none")
+            return self._equal_bin("verifier_cuts", features.verifier_mean, problem_id)
         if self.data["bins"] != "predicted":
-            raise ValueError("an oracle-bin policy needs each problem's true pass@1; learn one with --bins predicted")
+            raise ValueError("an oracle-bin policy needs each problem's true pass@1; learn one with --bins predicted "
+                             "or --bins verifier")
         return Predictor.from_dict(self.data["difficulty"]["predictor"]).bin(features)
 
-    def bin_of_pass1(self, pass1: float) -> int:
-        """The oracle bin of a problem whose p̂₁ is known (offline evaluation)."""
+    def bin_of_pass1(self, pass1: float, *, problem_id: str = "") -> int:
+        """The oracle bin of a problem whose p̂₁ is known (offline evaluation); a policy from before equal
+        bins (no `oracle_cuts`) puts ties into the harder bin."""
+        if self.data["difficulty"].get("oracle_cuts"):
+            return self._equal_bin("oracle_cuts", pass1, problem_id)
         return assign_bins([pass1], self.data["difficulty"]["oracle_thresholds_pass1"])[0]
+
+    def _equal_bin(self, key: str, value: float, problem_id: str) -> int:
+        difficulty = self.data["difficulty"]
+        tie = tie_breaker(problem_id, seed=int(difficulty.get("tie_seed", 0)))
+        return assign_equal([value], [tie], difficulty[key])[0]
 
     def row(self, remaining: float) -> float | None:
         """The largest policy budget that fits in `remaining`; None when none does."""

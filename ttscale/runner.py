@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import platform
-import re
-import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,9 +21,11 @@ from ttscale.engine.base import Engine, EngineConfig, is_fatal
 from ttscale.engine.openai import OpenAIConfig
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
+from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
-from ttscale.storage import CONFIG, SUMMARY, RunDir, RunDirError
+from ttscale.run_config import default_out, record_engine, write_config  # noqa: F401 - the runner's names too
+from ttscale.storage import SUMMARY, RunDir, RunDirError
 from ttscale.summary import summarize
 from ttscale.types import Answer, Problem, RunRecord
 
@@ -133,8 +132,14 @@ class Prepared:
         return {"backend": "openai", "model": server.model, "tokenizer": self.spec.model_ref(), "seed": self.spec.seed}
 
 
-def prepare(spec: RunSpec) -> Prepared:
-    """Resolve names and validate every input; raises ValueError/KeyError subclasses with one-line messages."""
+def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
+    """Resolve names and validate every input; raises ValueError/KeyError subclasses with one-line messages.
+
+    `task_defaults`: fill the parameters the user left unset with the task's suggestions
+    (`ttscale.params.task_defaults`); the returned spec holds them explicitly, so config.json records
+    them and `--resume` (which passes False and reuses the stored spec) never re-resolves an old run
+    under newer defaults.
+    """
     from ttscale import STRATEGIES
     from ttscale.evals.base import load_task
     from ttscale.models import resolve_model
@@ -142,9 +147,11 @@ def prepare(spec: RunSpec) -> Prepared:
     name = STRATEGIES.canonical(spec.strategy)
     assert name is not None
     fn = STRATEGIES.get(name)
-    params = parse_params(params_class(fn), spec.params)
     budget = Budget.parse(spec.budget)
     task = load_task(spec.task, **spec.task_options)
+    if task_defaults:
+        spec = replace(spec, params={**suggested_params(params_class(fn), task=task, budget=budget), **spec.params})
+    params = parse_params(params_class(fn), spec.params)
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")
@@ -351,54 +358,8 @@ def _check_fits(problem: Problem, engine: Engine) -> None:
         )
 
 
-def write_config(
-    run_dir: RunDir, prepared: Prepared, engine: Engine | dict[str, Any] | None = None, argv: list[str] | None = None
-) -> None:
-    """Write config.json. Called before the engine starts (engine None), so a run killed while its
-    engine starts can already be resumed; `record_engine` adds the engine's description once it runs."""
-    from ttscale import __version__
-
-    spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
-    if prepared.spec.server is not None:  # never a user:password from the URL
-        spec["server"]["base_url"] = prepared.spec.server.public_url()
-    info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
-    run_dir.write_json(
-        CONFIG,
-        {
-            "identity": json.loads(json.dumps(prepared.identity(), default=str)),
-            "spec": spec,
-            "environment": {
-                "ttscale_version": __version__,
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "engine": info,
-            },
-            "command": _redact_argv(argv if argv is not None else sys.argv),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        },
-    )
-
-
-def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
-    """Add the started engine's description (versions, settings) to config.json."""
-    config = run_dir.read_config()
-    config.setdefault("environment", {})["engine"] = info
-    run_dir.write_json(CONFIG, config)
-
-
-def _redact_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with any user:password in a URL masked."""
-    return [re.sub(r"(?<=://)[^/@\s]*@", "***@", str(arg)) for arg in argv]
-
-
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:1000]
-
-
-def default_out(spec: RunSpec) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    task = spec.task.replace(":", "-").replace("/", "_")
-    return Path("runs") / f"{spec.strategy}-{task}-{spec.budget}-{stamp}"
 
 
 def _token_budget(prepared: Prepared, problems: int) -> float | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import importlib.util
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
 
 from ttscale.types import Sample
 
@@ -28,49 +31,100 @@ _MAX_KEY = 10_000
 
 
 def majority_vote(samples: Sequence[Sample]) -> tuple[str | None, dict[str, int]]:
-    """The most frequent answer and the vote counts.
+    """The most frequent answer and the vote counts (keys: `normalize_answer`, merged by `SYMBOLIC`).
 
     Ties go to the answer that appeared first among the samples, so the choice is deterministic
     for a given sample order (and not a matter of dict or hash order).
     """
-    votes: Counter[str] = Counter()
-    first_seen: dict[str, int] = {}
-    shown: dict[str, str] = {}
-    for i, sample in enumerate(samples):
-        if sample.answer is None:
-            continue
-        key = normalize_answer(sample.answer)
-        if not key:
-            continue
-        votes[key] += 1
-        first_seen.setdefault(key, i)
-        shown.setdefault(key, sample.answer)
-    if not votes:
-        return None, {}
-    best = min(votes, key=lambda k: (-votes[k], first_seen[k]))
-    return shown[best], dict(votes)
+    prediction, totals = _vote(samples, weighted=False)
+    return prediction, {k: int(v) for k, v in totals.items()}
 
 
 def weighted_vote(samples: Sequence[Sample]) -> tuple[str | None, dict[str, float]]:
     """The answer with the largest total score (scores must be non-negative, e.g. probabilities)."""
+    return _vote(samples, weighted=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SymbolicMerge:
+    """How votes whose keys differ are merged when math-verify calls their answers equal."""
+
+    groups: int = 16
+    """The most-voted groups compared pairwise (at most groups·(groups−1)/2 pairs per vote); 0 = never."""
+    pair_timeout: float = 1.0
+    """Seconds of a grader worker per pair at most."""
+    within: float = 2.0
+    """Seconds per vote at most (worker start-up excepted): pairs not reached by then stay apart."""
+
+
+SYMBOLIC = SymbolicMerge()
+"""The settings every vote uses (replace it to change them process-wide)."""
+
+
+def _vote(samples: Sequence[Sample], *, weighted: bool) -> tuple[str | None, dict[str, float]]:
     totals: dict[str, float] = defaultdict(float)
     first_seen: dict[str, int] = {}
     shown: dict[str, str] = {}
+    literal: set[str] = set()
     for i, sample in enumerate(samples):
-        if sample.answer is None or sample.score is None:
+        if sample.answer is None or (weighted and sample.score is None):
             continue
         key = normalize_answer(sample.answer)
         if not key:
             continue
-        if sample.score < 0:
+        if weighted and sample.score is not None and sample.score < 0:
             raise ValueError(f"weighted_vote needs scores ≥ 0, got {sample.score}")
-        totals[key] += sample.score
-        first_seen.setdefault(key, i)
-        shown.setdefault(key, sample.answer)
+        totals[key] += sample.score if weighted and sample.score is not None else 1.0
+        if key not in first_seen:
+            first_seen[key], shown[key] = i, sample.answer
+            if _is_literal(sample.answer):
+                literal.add(key)
     if not totals:
         return None, {}
+    _merge_symbolic(totals, first_seen, shown, literal)
     best = min(totals, key=lambda k: (-totals[k], first_seen[k]))
     return shown[best], dict(totals)
+
+
+def _is_literal(answer: str) -> bool:
+    from ttscale.verifiers.canonical import canonical, exact_number
+
+    return exact_number(canonical(answer[:_MAX_KEY])) is not None
+
+
+def _merge_symbolic(
+    totals: dict[str, float], first_seen: dict[str, int], shown: dict[str, str], literal: set[str]
+) -> None:
+    """Fold groups math-verify calls equal ("(x+1)^2" and "x^2+2x+1") into the better-voted one, in place.
+
+    Two exact numbers are never compared: their keys are their exact values, already equal or not. The
+    fold is deterministic for a given sample order: groups are visited by (votes, first appearance) and
+    each joins the first leader it equals, so equality is never chained through a third answer.
+    """
+    ranked = sorted(totals, key=lambda k: (-totals[k], first_seen[k]))[: SYMBOLIC.groups]
+    pairs = [(a, b) for i, b in enumerate(ranked) for a in ranked[:i] if not (a in literal and b in literal)]
+    if not pairs or not _math_verify_installed():
+        return
+    from ttscale.verifiers.grading import math_equal_many
+
+    verdicts = math_equal_many(
+        [(shown[b], shown[a]) for a, b in pairs], timeout=SYMBOLIC.pair_timeout, within=SYMBOLIC.within
+    )
+    equal = {pair for pair, same in zip(pairs, verdicts, strict=True) if same}
+    leaders: list[str] = []
+    for key in ranked:
+        leader = next((lead for lead in leaders if (lead, key) in equal), None)
+        if leader is None:
+            leaders.append(key)
+            continue
+        totals[leader] += totals.pop(key)
+        first_seen[leader] = min(first_seen[leader], first_seen.pop(key))
+
+
+@cache
+def _math_verify_installed() -> bool:
+    # Without math-verify (a bare install) votes keep the exact-value keys: still correct, less merged.
+    return importlib.util.find_spec("math_verify") is not None
 
 
 def best_scored(samples: Sequence[Sample]) -> Sample | None:

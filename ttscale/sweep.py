@@ -14,9 +14,10 @@ draws whose distribution depends neither on the request's n nor on other request
 the n sequences of a request independently), so the first k samples of the pool are distributed as a run's
 k samples. A cell is derived only when the replay needs no sample the pool lacks, truncates nothing (a
 lowered max_tokens would change the samples) and the scorer costs nothing (verifier tokens are not
-replayable); otherwise it is run directly. GenRM: S is subsampled with V fixed; solution tokens are exact,
-verifier tokens prorated by S_b / S_B (marked in the record). Token budgets only: a FLOP budget prices
-prompts and cache hits, which a replay does not know.
+replayable); otherwise it is run directly. GenRM (ttscale.replay): the first S solutions and the first V
+chains of each, with exact generated tokens; a grid over n and verifications runs only its largest (S, V)
+at the largest budget and derives every other (S, V, budget) from it. Token budgets only: a FLOP budget
+prices prompts and cache hits, which a replay does not know.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 from ttscale.budget import Budget, Ledger
 from ttscale.engine.base import Engine, EngineConfig
 from ttscale.policy import candidate_key
+from ttscale.replay import genrm_source, replay_genrm
 from ttscale.runner import Prepared, RunSpec, check_resume, execute, prepare, write_config
 from ttscale.select import best_scored, majority_vote, weighted_vote
 from ttscale.storage import CONFIG, SUMMARY, RunDir
@@ -43,6 +45,8 @@ from ttscale.types import Completion, Generation, Problem, RunRecord, Sample, Sa
 
 SWEEP = "sweep.json"
 POOL_STRATEGIES = ("best_of_n", "self_consistency")
+#: Run seed of the held-out difficulty pool: requests are seeded by it, so it shares no sample with any candidate cell.
+HOLDOUT_SEED = -1
 _SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
@@ -86,12 +90,15 @@ class Cell:
     """Engine seed."""
     source: str | None = None
     """Id of the cell this one is derived from by subsampling; None = run directly."""
+    holdout: bool = False
+    """The held-out difficulty pool (ttscale.holdout), not a candidate: run on `seed`'s engine under HOLDOUT_SEED."""
 
     @property
     def id(self) -> str:
         slug = "-".join(f"{k}={v}" for k, v in sorted(self.params.items()))
         digest = hashlib.sha1(json.dumps(self.params, sort_keys=True).encode()).hexdigest()[:6]
         name = _SAFE.sub("_", f"{self.strategy}-{slug}" if slug else self.strategy)[:80]
+        name = f"holdout-{name}" if self.holdout else name
         return f"{name}-{digest}-b{self.budget}-s{self.seed}" if slug else f"{name}-b{self.budget}-s{self.seed}"
 
     @property
@@ -123,6 +130,8 @@ class SweepSpec:
     """Hardware profile pricing FLOPs in the records."""
     subsample: bool = True
     """Derive the smaller budgets of sample-pool strategies from the largest one's stored pool."""
+    holdout: int = 0
+    """Samples per problem of a held-out difficulty pool (probe + p̂₁, see ttscale.holdout); 0 = none."""
 
     def __post_init__(self) -> None:
         if not self.grid:
@@ -137,6 +146,9 @@ class SweepSpec:
             raise ValueError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be ≥ 1, got {self.limit}")
+        if self.holdout < 0 or (self.holdout and HOLDOUT_SEED in self.seeds):
+            raise ValueError(f"holdout must be ≥ 0 and seeds must not hold {HOLDOUT_SEED} (the held-out pool's), got "
+                             f"holdout {self.holdout}, seeds {list(self.seeds)}")
 
     def cells(self) -> list[Cell]:
         """Every cell, sources before the cells derived from them."""
@@ -146,28 +158,32 @@ class SweepSpec:
         for entry, seed in itertools.product(self.grid, self.seeds):
             name = STRATEGIES.canonical(entry.strategy)
             assert name is not None
-            for params in entry.combos():
-                if self._derivable(name, params):
-                    source = Cell(strategy=name, params=params, budget=self.budgets[-1], seed=seed)
-                    out.append(source)
-                    out.extend(replace(source, budget=b, source=source.id) for b in self.budgets[:-1])
+            combos = entry.combos()
+            # Cells that feed others first: a GenRM (S, V) is derived from the entry's largest S and V.
+            for params in sorted(combos, key=lambda c: genrm_source(name, entry, c) != c):
+                if self._derivable(name, entry):
+                    top = Cell(strategy=name, params=genrm_source(name, entry, params), budget=self.budgets[-1],
+                               seed=seed)
+                    if top.params == params:
+                        out.append(top)
+                    out.extend(replace(top, params=params, budget=b, source=top.id) for b in self.budgets
+                               if (params, b) != (top.params, top.budget))
                 else:
                     out.extend(Cell(strategy=name, params=params, budget=b, seed=seed) for b in self.budgets)
         return out
 
     def run_spec(self, cell: Cell) -> RunSpec:
         return RunSpec(strategy=cell.strategy, budget=cell.budget, task=self.task, task_options=self.task_options,
-                       params=dict(cell.params), limit=self.limit, seed=cell.seed,
+                       params=dict(cell.params), limit=self.limit, seed=HOLDOUT_SEED if cell.holdout else cell.seed,
                        engine=replace(self.engine, seed=cell.seed), concurrency=self.concurrency,
                        hardware=self.hardware)
 
-    def _derivable(self, strategy: str, params: dict[str, str]) -> bool:
-        if not self.subsample or len(self.budgets) < 2:
+    def _derivable(self, strategy: str, entry: GridEntry) -> bool:
+        if not self.subsample or any(Budget.parse(b).unit != "tokens" for b in self.budgets):
             return False
-        if any(Budget.parse(b).unit != "tokens" for b in self.budgets):
-            return False
-        # GenRM's V comes from the budget unless fixed; the stored scores average V verdicts, so V must not vary.
-        return strategy in POOL_STRATEGIES or (strategy == "genrm" and "verifications" in params)
+        if strategy == "genrm":  # every chain is stored: a smaller S, V or budget replays (or is refused)
+            return len(self.budgets) > 1 or any(len(entry.params.get(k, ())) > 1 for k in ("n", "verifications"))
+        return strategy in POOL_STRATEGIES and len(self.budgets) > 1
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -196,12 +212,13 @@ def _canonical_budget(text: str) -> str:
 def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None) -> None:
     """Start a new sweep directory; refuses one that already holds a sweep."""
     from ttscale import __version__
+    from ttscale.holdout import holdout_cells
 
     path = Path(root)
     if (path / SWEEP).exists():
         raise ValueError(f"{str(path)!r} already holds a sweep: continue it with --resume, or pick another --out")
-    for cell in spec.cells():  # every parameter checked before any engine starts
-        prepare(spec.run_spec(cell))
+    for cell in spec.cells() + holdout_cells(spec):  # every parameter checked before any engine starts
+        prepare_cell(spec, cell, root)
     path.mkdir(parents=True, exist_ok=True)
     RunDir(path).write_json(SWEEP, {"spec": spec.to_dict(), "cells": [c.id for c in spec.cells()],
                                     "ttscale_version": __version__, "command": command or sys.argv,
@@ -222,6 +239,16 @@ def cell_dir(root: str | Path, cell: Cell) -> RunDir:
     return RunDir(Path(root) / "cells" / cell.id)
 
 
+def prepare_cell(spec: SweepSpec, cell: Cell, root: str | Path) -> Prepared:
+    """The cell's run, as `ttscale run` would prepare it: task defaults for a new cell; a cell that already
+    has a config keeps the parameters stored with it (as `--resume` does), whatever the task suggests today."""
+    run_dir = cell_dir(root, cell)
+    stored = (run_dir.read_config().get("spec") or {}).get("params") if (run_dir.path / CONFIG).is_file() else None
+    if isinstance(stored, dict):
+        return prepare(replace(spec.run_spec(cell), params=stored), task_defaults=False)
+    return prepare(spec.run_spec(cell))
+
+
 def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
     return (run_dir.path / SUMMARY).is_file() and {p.id for p in problems} <= run_dir.finished_ids()
 
@@ -233,6 +260,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
     An `engine` given by the caller is used for every seed as it is (tests, notebooks): the seed is then
     only the cell's label.
     """
+    from ttscale.holdout import holdout_cells
     cells = spec.cells()
     for seed in spec.seeds:
         own: Engine | None = None
@@ -248,8 +276,8 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
             return own
 
         try:
-            for cell in (c for c in cells if c.seed == seed):
-                prepared = prepare(spec.run_spec(cell))
+            for cell in (c for c in cells + holdout_cells(spec) if c.seed == seed):
+                prepared = prepare_cell(spec, cell, root)
                 run_dir = cell_dir(root, cell)
                 if _complete(run_dir, prepared.problems):
                     continue
@@ -342,7 +370,7 @@ def derive_record(
             prediction, votes = majority_vote(sub) if p.verifier is None else weighted_vote(sub)
             info = {"n": len(sub), "votes": dict(votes)}
     elif name == "genrm":
-        result = _replay_genrm(ledger, p, samples, source, prompt=prompt)
+        result = replay_genrm(ledger, p, samples, source, prompt=prompt)
         if isinstance(result, str):
             return result
         prediction, sub, info = result
@@ -380,40 +408,3 @@ def replay_pool(ledger: Ledger, p: Any, lengths: list[int], *, prompt_tokens: in
         taken += n
         if not p.refill:
             return taken
-
-
-def _replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: dict[str, Any], *,
-                  prompt: int) -> tuple[str | None, list[Sample], dict[str, Any]] | str:
-    from ttscale.strategies.genrm import budget_split
-
-    c = ledger.affordable_samples(p.max_tokens)
-    s, v = budget_split(c, lam=(p.verify_tokens + 1) / p.max_tokens, solution_share=p.solution_share,
-                        s=p.n, v=p.verifications)
-    src = source.get("info") or {}
-    if v != src.get("V"):
-        return f"V={v} here, V={src.get('V')} in the source"
-    asked = SamplingParams(n=s, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens)
-    reservation = ledger.reserve(asked, prompt_tokens=prompt)
-    if reservation is None or reservation.params != asked or s > len(samples):
-        if reservation is not None:
-            ledger.settle(reservation, None)
-        return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
-    batch = tuple(Completion(text="", token_ids=(0,) * x.num_tokens) for x in samples[:s])
-    ledger.settle(reservation, Generation(completions=batch, prompt_tokens=prompt))
-    if s * v * (p.verify_tokens + 1) > ledger.remaining:  # a verification the run would have had capped
-        return "the verifications would not fit uncapped"
-    src_verifier = int(((source.get("ledger") or {}).get("verifier") or {}).get("generated_tokens", 0))
-    prorated = round(src_verifier * s / len(samples))  # per solution the source actually verified
-    if prorated > 0:
-        r = ledger.reserve(SamplingParams(n=1, max_tokens=prorated), prompt_tokens=0, role="verifier")
-        assert r is not None
-        ledger.settle(r, Generation(completions=(Completion(text="", token_ids=(0,) * prorated),), prompt_tokens=0))
-    sub = samples[:s]
-    if p.select == "weighted":
-        prediction, votes = weighted_vote(sub)
-    else:
-        best = best_scored(sub)
-        prediction, votes = (best.answer if best else None), {}
-    info = {"S": s, "V": v, "solutions": len(sub), "select": p.select, "votes": votes,
-            "verifier_tokens": "prorated from the source (S_b / S_B)"}
-    return prediction, sub, info

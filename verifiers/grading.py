@@ -112,10 +112,20 @@ class Grader:
         return self._grade([(prediction, reference)], timeout=timeout, single=True)[0]
 
     def equal_many(
-        self, pairs: Iterable[tuple[str | None, str | int]], *, timeout: float = DEFAULT_TIMEOUT
+        self,
+        pairs: Iterable[tuple[str | None, str | int]],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        within: float | None = None,
     ) -> list[bool]:
-        """Grade many pairs on all workers at once; each pair gets at most `timeout` seconds of a worker."""
-        return self._grade(list(pairs), timeout=timeout, single=False)
+        """Grade many pairs on all workers at once; each pair gets at most `timeout` seconds of a worker.
+
+        `within` bounds the whole call (seconds, worker start-up excepted): pairs no worker reached by
+        then are False (counted as `late`). None = no bound beyond each pair's own.
+        """
+        if within is not None:
+            _check_timeout(within)
+        return self._grade(list(pairs), timeout=timeout, single=False, within=within)
 
     async def equal_async(
         self, prediction: str | None, reference: str | int, *, timeout: float = DEFAULT_TIMEOUT
@@ -151,7 +161,9 @@ class Grader:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _grade(self, pairs: list[tuple[str | None, str | int]], *, timeout: float, single: bool) -> list[bool]:
+    def _grade(
+        self, pairs: list[tuple[str | None, str | int]], *, timeout: float, single: bool, within: float | None = None
+    ) -> list[bool]:
         start = time.monotonic()
         _check_timeout(timeout)
         _require_math_verify()
@@ -170,6 +182,8 @@ class Grader:
             # A single call must return within `timeout`: keep a little of it for killing an
             # overrunning worker and recording the verdict.
             deadline = start + timeout - min(0.05, 0.05 * timeout) if single else None
+            if within is not None:
+                deadline = start + within
             jobs = [(str(pairs[i][0]), _as_text(pairs[i][1])) for i in todo]
             for i, job, outcome in zip(todo, jobs, pool.run(jobs, timeout=timeout, deadline=deadline), strict=True):
                 verdicts[i] = outcome == "equal"
@@ -326,9 +340,11 @@ def math_equal(prediction: str, reference: str, *, timeout: float = DEFAULT_TIME
     return default_grader().equal(prediction, reference, timeout=timeout)
 
 
-def math_equal_many(pairs: Iterable[tuple[str | None, str | int]], *, timeout: float = DEFAULT_TIMEOUT) -> list[bool]:
-    """`math_equal` over many pairs, using every worker; each pair is bounded by `timeout`."""
-    return default_grader().equal_many(pairs, timeout=timeout)
+def math_equal_many(
+    pairs: Iterable[tuple[str | None, str | int]], *, timeout: float = DEFAULT_TIMEOUT, within: float | None = None
+) -> list[bool]:
+    """`math_equal` over many pairs, using every worker; each pair is bounded by `timeout`, the call by `within`."""
+    return default_grader().equal_many(pairs, timeout=timeout, within=within)
 
 
 async def math_equal_async(prediction: str, reference: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:

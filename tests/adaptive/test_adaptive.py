@@ -153,3 +153,19 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
         assert 0 < r["ledger"]["probe"]["spent"] <= 2 * 32
         assert r["ledger"]["generated_tokens"] >= r["ledger"]["probe"]["spent"]
         assert r["info"]["granted"] is not None
+
+
+def test_a_routed_strategy_gets_the_task_defaults_its_sweep_cell_ran_with(tmp_path: Path) -> None:
+    from ttscale import STRATEGIES
+    from ttscale.budget import Budget
+    from ttscale.evals.base import load_task
+    from ttscale.strategies.adaptive import routed_params
+
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
+    math, fn = load_task(f"jsonl:{data}"), STRATEGIES.get("best_of_n")
+    # The sweep cell at budget 512 ran max_tokens = min(2048, 512); the policy's own n stays.
+    p = routed_params(fn, {"n": "2"}, task=math, budget=Budget(limit=512))
+    assert (p.n, p.max_tokens) == (2, 512)
+    assert routed_params(fn, {"max_tokens": "64"}, task=math, budget=Budget(limit=4096)).max_tokens == 64
+    assert routed_params(fn, {}, task=load_task("arithmetic"), budget=Budget(limit=4096)).max_tokens == 256

@@ -70,7 +70,7 @@ def test_a_tie_goes_to_the_cheaper_candidate() -> None:
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("folds", 1, "folds must be ≥ 2, got 1"),
     ("n_bins", 0, "n_bins must be ≥ 1, got 0"),
-    ("bins", "guessed", "bins must be oracle or predicted"),
+    ("bins", "guessed", "bins must be oracle, predicted or verifier"),
 ])
 def test_learn_options_are_validated(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):

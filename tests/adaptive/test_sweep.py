@@ -177,3 +177,71 @@ def test_the_cli_refuses_bad_input_with_one_line(tmp_path: Path, capsys: pytest.
     assert "not a ttscale sweep" in capsys.readouterr().err
     assert main(["policy", "--sweep", str(tmp_path), "--folds", "1"]) == 2
     assert "folds must be ≥ 2, got 1" in capsys.readouterr().err
+
+
+def test_a_genrm_s_v_grid_runs_its_largest_point_and_derives_the_rest() -> None:
+    genrm = GridEntry.parse("genrm n=1|2|4 verifications=1|2 max_tokens=40")
+    sc = GridEntry.parse("self_consistency n=1|2|4 max_tokens=40")
+    cells = SweepSpec(grid=(genrm, sc), budgets=("2000",)).cells()
+    ran = [c for c in cells if c.source is None]
+    assert [(c.strategy, c.params.get("n"), c.params.get("verifications")) for c in ran] == [
+        ("genrm", "4", "2"), ("self_consistency", "1", None), ("self_consistency", "2", None),
+        ("self_consistency", "4", None)]
+    derived = [c for c in cells if c.source]
+    assert len(derived) == 5 and {c.source for c in derived} == {ran[0].id}
+    assert [c.id for c in cells].index(ran[0].id) < min([c.id for c in cells].index(c.id) for c in derived)
+    # Two budgets: still one genrm run (largest S, V at the largest budget); the 11 other points derived from it.
+    cells = SweepSpec(grid=(genrm,), budgets=("1000", "2000")).cells()
+    assert sum(c.source is None for c in cells) == 1 and len(cells) == 12
+
+
+def test_best_at_compute_by_hand() -> None:
+    from ttscale.replay import best_at_compute
+
+    def row(strategy: str, candidate: str, tokens: float, correct: int) -> dict[str, Any]:
+        return {"strategy": strategy, "candidate": candidate, "budget": "2000", "seed": 0, "mean_tokens": tokens,
+                "correct": correct, "problems": 30}
+
+    rows = [row("self_consistency", "sc n=1", 100, 10), row("self_consistency", "sc n=4", 400, 18),
+            row("genrm", "genrm n=1 v=1", 250, 12), row("genrm", "genrm n=2 v=2", 600, 20)]
+    levels = best_at_compute(rows)
+    assert [lv["tokens"] for lv in levels] == [100, 250, 400, 600]
+    picks = [{k: b["candidate"] for k, b in lv["best"].items()} for lv in levels]
+    assert picks == [{"self_consistency": "sc n=1"},
+                     {"self_consistency": "sc n=1", "genrm": "genrm n=1 v=1"},
+                     {"self_consistency": "sc n=4", "genrm": "genrm n=1 v=1"},
+                     {"self_consistency": "sc n=4", "genrm": "genrm n=2 v=2"}]
+    # 18/30: Wilson 95% interval [0.4232, 0.7541] (p = 0.6, z = 1.96, worked by hand).
+    assert levels[2]["best"]["self_consistency"]["ci95"] == pytest.approx([0.4232, 0.7541], abs=2e-4)
+    with pytest.raises(ValueError, match="problems ≥ 1"):
+        best_at_compute([row("genrm", "g", 10, 0) | {"problems": 0}])
+
+
+def test_an_s_v_sweep_compares_sc_and_genrm_on_ledger_tokens(tmp_path: Path) -> None:
+    from ttscale.cli_sweep import format_matched, sweep_table
+    from ttscale.replay import best_at_compute
+
+    spec = SweepSpec(grid=(GridEntry.parse("genrm n=1|2 verifications=1|2 max_tokens=40 verify_tokens=16"),
+                           GridEntry.parse("self_consistency n=1|2|4 max_tokens=40")),
+                     budgets=("600",), task="arithmetic:1-3", limit=4, engine=engine_config(tmp_path))
+    root = tmp_path / "sweep"
+    create_sweep(spec, root, command=["test"])
+    log = list[str]()
+    asyncio.run(run_sweep(spec, root, engine=SeededSimulator(seed=2), progress=False, log=log.append))
+    assert sum(line.startswith("sweep: derived genrm") for line in log) == 3, log
+    records = {c.id: cell_dir(root, c).records() for c in spec.cells()}
+    top = next(c for c in spec.cells() if c.strategy == "genrm" and c.source is None)
+    for cell in (c for c in spec.cells() if c.source):
+        v = int(cell.params["verifications"])
+        for rec, src in zip(records[cell.id], records[top.id], strict=True):
+            s = rec["info"]["S"]
+            # Exact verifier tokens: the first V chains (and their appended verdict tokens) of the first S solutions.
+            expected = sum(t + k for chains in src["info"]["chains"][:s] for _, t, k, _ in chains[:v])
+            assert rec["ledger"]["verifier"]["generated_tokens"] == expected
+            assert rec["ledger"]["generated_tokens"] == expected + sum(x["num_tokens"] for x in rec["samples"])
+    table = sweep_table(load_results(root))
+    matched = best_at_compute(table)
+    for level in matched:
+        assert all(b["mean_tokens"] <= level["tokens"] for b in level["best"].values())
+    assert set(matched[-1]["best"]) == {"genrm", "self_consistency"}
+    assert "best at matched compute" in format_matched(matched)

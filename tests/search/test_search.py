@@ -208,3 +208,45 @@ def test_params_validate_with_readable_messages() -> None:
         SearchParams(verifier="nope")
     with pytest.raises(ValueError, match="select must be one of"):
         SearchParams(select="first")  # type: ignore[arg-type]
+
+
+class _Recording:
+    """Scores the i-th step of every path 0.9, 0.2, 0.8, 0.9, ... and keeps the paths it was shown."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.paths: list[list[str]] = []
+
+    async def score_steps(self, ctx: Any, candidates: Any) -> list[list[float]]:
+        self.paths.extend(list(c) for c in candidates)
+        return [[(0.9, 0.2, 0.8)[i % 3] for i in range(len(c))] for c in candidates]
+
+    async def score_outcomes(self, ctx: Any, solutions: Any) -> list[float]:
+        return [0.5 for _ in solutions]
+
+
+@pytest.mark.parametrize(("rule", "expected"), [("last", None), ("min", 0.2), ("mean", None)])
+def test_a_node_run_to_the_end_is_scored_step_by_step(rule: str, expected: float | None) -> None:
+    from ttscale.search.score import aggregate
+    from ttscale.search.steps import split_steps
+
+    verifier = _Recording()
+    ctx = make_context(SimulatedArithmeticPolicy(seed=2, p_intro=1.0, p_recheck=1.0), "5k")
+    search = Search(ctx, SearchParams(aggregate=rule), verifier=verifier)
+
+    async def go() -> list[Any]:
+        (first,) = await search.expand([search.root], 1)  # one step ...
+        (ends,) = await search.expand(first, 2, to_end=True)  # ... then each path to its end in one request
+        await search.score(ends)
+        return list(ends)
+
+    ends = run(go())
+    assert ends and all(node.depth == 2 for node in ends)
+    for node, path in zip(ends, verifier.paths, strict=True):
+        pieces = split_steps(node.text, delimiter="\n\n")
+        assert len(pieces) >= 2 and path == [node.parent.text, *pieces]  # the last node is several steps
+        assert node.step_scores == tuple((0.9, 0.2, 0.8)[i % 3] for i in range(len(path)))
+        assert node.value == aggregate(node.step_scores, rule)
+        if expected is not None:
+            assert node.value == expected

@@ -67,11 +67,13 @@ def test_genrm_on_vllm_meters_solutions_and_verifications_in_one_budget(sync_eng
     answer = sync_engine.loop.run(fn(problem, ctx, parse_params(params_class(fn), raw)))
     record = ledger.to_dict()
 
-    assert (answer.info["S"], answer.info["V"], answer.info["lambda"]) == (2, 2, 0.5)
+    assert (answer.info["S"], answer.info["V"], answer.info["lambda_cap"]) == (2, 2, 0.5)
     assert record["spent"] == record["generated_tokens"] <= 2 * 48 + 2 * 2 * (24 + 1) <= budget
     policy = record["generated_tokens"] - record["verifier"]["generated_tokens"]
     assert 0 < policy <= 2 * 48 and record["verifier"]["generated_tokens"] > 2 * 2  # chains, not only verdicts
-    assert record["verifier"]["calls"] == 2 + 2 * 2  # a chain request per solution, a verdict per chain
+    # A chain request per solution, and a verdict request per chain that did not end with its verdict.
+    appended = sum(k for chains in answer.info["chains"] for _, _, k, _ in chains)
+    assert record["verifier"]["calls"] == 2 + appended and answer.info["verdicts"]["chain"] == 4 - appended
     assert record["verifier"]["cached_prompt_tokens"] > 0  # verdicts reuse the prompt + chain blocks
     assert len(answer.samples) == 2 and all(0.0 <= (s.score or 0.0) <= 1.0 for s in answer.samples)
     best = max(answer.samples, key=lambda s: s.score or 0.0)

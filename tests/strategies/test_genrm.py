@@ -13,7 +13,7 @@ from simulator import SimulatedArithmeticPolicy, make_context
 
 from ttscale.context import Context
 from ttscale.params import parse_params
-from ttscale.strategies.genrm import GenRMParams, budget_split, genrm
+from ttscale.strategies.genrm import GenRMParams, budget_split, genrm, plan_verifications
 from ttscale.types import Answer
 
 
@@ -67,15 +67,19 @@ def test_budget_split_keeps_what_is_given_and_fits_the_other() -> None:
 def test_genrm_sends_s_solutions_then_v_chains_each_and_a_verdict_per_chain() -> None:
     answer, ctx, sim = run("4k", max_tokens=64, verify_tokens=48)
     s, v = answer.info["S"], answer.info["V"]
-    assert (s, v) == budget_split(4000 // 64, lam=49 / 64, solution_share=0.594)
-    assert answer.info["lambda"] == 0.75 and answer.info["solutions"] == s == len(answer.samples)
+    assert s == budget_split(4000 // 64, lam=49 / 64, solution_share=0.594)[0]
+    ledger = ctx.budget.to_dict()
+    solution_tokens = ledger["generated_tokens"] - ledger["verifier"]["generated_tokens"]
+    assert v == (4000 - solution_tokens) // (s * 49)  # V from the budget the real solutions left, chains uncut
+    assert answer.info["lambda_cap"] == 0.75 and answer.info["solutions"] == s == len(answer.samples)
+    per_chain = ledger["verifier"]["generated_tokens"] / (s * v)
+    assert answer.info["lambda_measured"] == pytest.approx(per_chain / (solution_tokens / s), abs=1e-6)
     first, *rest = sim.requests
     assert first["n"] == s and first["max_tokens"] == 64
     chains = [r for r in rest if r["max_tokens"] == 48]
     verdicts = [r for r in rest if r["max_tokens"] == 1]
     assert len(chains) == s and all(r["n"] == v for r in chains)
-    assert len(verdicts) == s * v
-    ledger = ctx.budget.to_dict()
+    assert len(verdicts) == s * v == answer.info["verdicts"]["appended"]  # the simulator's chains state no verdict
     assert ledger["verifier"]["calls"] == s + s * v
     assert ledger["generated_tokens"] == sim.generated_tokens <= 4000
     assert ledger["verifier"]["generated_tokens"] > s * v  # chains, not only verdict tokens
@@ -129,3 +133,161 @@ def test_tiny_budgets_end_cleanly() -> None:
 def test_params_are_validated(raw: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_params(GenRMParams, raw)
+
+
+# -- measured compute and verdicts read inside the chain: a scripted engine ---------------------------
+
+
+class ScriptedGenRM(SimulatedArithmeticPolicy):
+    """SIMULATED (not a model, not vLLM): the simulator's one-token-per-character tokenizer, with solutions
+    handed out in order from `solutions`, and each solution's verification chains in order from
+    `chains[solution]`: (text, P at the verdict token or None). A chain gets EOS; its last " Yes"/" No" gets
+    the given top log-probs (character tokens: the verdict token is "Y" or "N"). The appended verdict
+    question (one greedy token) is answered with P(Yes) = `judge`."""
+
+    def __init__(self, *, judge: float = 0.6) -> None:
+        super().__init__(seed=0)
+        self.judge = judge
+        self.solutions: list[str] = []
+        self.chains: dict[str, list[tuple[str, dict[str, float] | None]]] = {}
+        self.served: dict[str, int] = {}
+
+    async def generate(self, prompt: Any, params: Any, *, seed: int | None = None) -> Any:
+        from ttscale.types import Completion, Generation
+
+        await asyncio.sleep(0)
+        text = self.detokenize(prompt)
+        if "Proposed solution" not in text:
+            out = [self._complete(t, None, params.max_tokens) for t in self.solutions[: params.n]]
+            self.solutions = self.solutions[params.n:]
+        elif params.max_tokens == 1:
+            top = {"Yes": math.log(self.judge), "No": math.log(1 - self.judge)}
+            out = [Completion(text="Yes", token_ids=(ord("Y") + 3,), logprobs=(top["Yes"],), top_logprobs=(top,))]
+        else:
+            judged = text.split("Proposed solution:\n", 1)[1]
+            key = next(s for s in self.chains if judged.startswith(s))
+            done = self.served.get(key, 0)
+            self.served[key] = done + params.n
+            out = [self._complete(t, top, params.max_tokens) for t, top in self.chains[key][done: done + params.n]]
+        self.generated_tokens += sum(c.num_tokens for c in out)
+        self.requests.append({"n": params.n, "max_tokens": params.max_tokens, "logprobs": params.logprobs})
+        return Generation(completions=tuple(out), prompt_tokens=len(prompt))
+
+    def _complete(self, text: str, verdict: dict[str, float] | None, max_tokens: int) -> Any:
+        from ttscale.types import Completion
+
+        ids = [*self.tokenize(text), 2][:max_tokens]
+        at = max(text.rfind(" Yes"), text.rfind(" No")) + 1
+        top = tuple({k: math.log(p) for k, p in verdict.items()} if verdict and i == at else {"x": -0.01}
+                    for i in range(len(ids)))
+        return Completion(text=self.detokenize(ids).replace("<eos>", ""), token_ids=tuple(ids), top_logprobs=top,
+                          logprobs=(-0.01,) * len(ids), finish_reason="stop" if ids[-1] == 2 else "length")
+
+
+ASK = " Is the answer correct (Yes/No)?"
+
+
+def scripted(budget: int, **params: Any) -> tuple[Answer, Context, ScriptedGenRM]:
+    ctx = make_context(ScriptedGenRM(), budget)
+    sim = fresh(ctx.problem.reference)
+    ctx.engine = sim
+    p = parse_params(GenRMParams, {k: str(v) for k, v in params.items()})
+    return asyncio.run(genrm(ctx.problem, ctx, p)), ctx, sim
+
+
+def test_verdicts_come_from_the_chain_and_lambda_is_measured_from_the_ledger() -> None:
+    answer, ctx, _ = scripted(4000, n=2, verifications=2, max_tokens=64, verify_tokens=64)
+    right, wrong = answer.samples
+    # right: chain verdict P(Yes) = 0.7, then a chain with no verdict → appended question, P(Yes) = 0.6.
+    # wrong: "... No" with P(No) = 0.8 → 0.2; "... Yes" with P(Yes) = 0.9 → 0.9. Means 0.65 and 0.55.
+    assert right.score == pytest.approx(0.65) and wrong.score == pytest.approx(0.55)
+    assert answer.prediction == ctx.problem.reference
+    assert answer.info["verdicts"] == {"chain": 3, "appended": 1, "default": 0}
+    ref = ctx.problem.reference
+    solution_tokens = len(f"The answer is {ref}.") + 1 + len(f"The answer is {int(ref) + 1}.") + 1  # + EOS each
+    chain_tokens = sum(len(t) + 1 for t in ["Right." + ASK + " Yes", "I cannot tell.", "Wrong." + ASK + " No",
+                                             "Fine." + ASK + " Yes"])
+    ledger = ctx.budget.to_dict()
+    assert ledger["generated_tokens"] - ledger["verifier"]["generated_tokens"] == solution_tokens
+    assert ledger["verifier"]["generated_tokens"] == chain_tokens + 1  # + the one appended verdict token
+    # λ per verification: (verifier tokens / 4 chains) / (policy tokens / 2 solutions).
+    assert answer.info["lambda_measured"] == round(((chain_tokens + 1) / 4) / (solution_tokens / 2), 6)
+    assert answer.info["lambda_cap"] == 1.0
+    assert answer.info["chains"][0] == [[0.7, len("Right." + ASK + " Yes") + 1, 0, "chain"],
+                                        [0.6, len("I cannot tell.") + 1, 1, "appended"]]
+
+
+def test_v_is_planned_from_the_budget_the_real_solutions_left() -> None:
+    # B = 1000, T_S = 64, T_V = 48: C = 15 and the cap-based split gives S = 4, V' = 3 (15 / (1 + 3·49/64) = 4.5).
+    assert budget_split(15, lam=49 / 64, solution_share=0.594) == (4, 3)
+    answer, ctx, _ = scripted(1000, max_tokens=64, verify_tokens=48)
+    # The 4 solutions ("The answer is 6." / "... 7.", 16 characters + EOS) take 68 tokens, not 4·64: the 932
+    # left pay floor(932 / (4·49)) = 4 uncut chains each, one more than the cap-based plan.
+    solution_tokens = ctx.budget.usage["policy"].generated_tokens
+    assert solution_tokens == 2 * len(f"The answer is {ctx.problem.reference}.") + 2 * len(
+        f"The answer is {int(ctx.problem.reference) + 1}.") + 4
+    assert (answer.info["S"], answer.info["V"]) == (4, (1000 - solution_tokens) // (4 * 49)) == (4, 4)
+    assert ctx.budget.to_dict()["capped_requests"] == 0 and ctx.budget.spent <= 1000
+
+
+def test_an_explicit_v_is_lowered_so_that_no_chain_is_cut() -> None:
+    # n = 4 solutions (68 tokens) in B = 600 leave 532: floor(532 / (4·49)) = 2 uncut chains each, not the 5 asked.
+    answer, ctx, sim = scripted(600, n=4, verifications=5, max_tokens=64, verify_tokens=48)
+    assert answer.info["V"] == 2 and answer.info["V_requested"] == 5
+    assert [r["n"] for r in sim.requests if r["max_tokens"] == 48] == [2, 2, 2, 2]
+    assert ctx.budget.to_dict()["capped_requests"] == 0
+
+
+def test_plan_verifications_by_hand() -> None:
+    assert plan_verifications(remaining=1000, solutions=4, chain_tokens=49, wanted=None) == 5  # 1000 // 196
+    assert plan_verifications(remaining=1000, solutions=4, chain_tokens=49, wanted=3) == 3
+    assert plan_verifications(remaining=1000, solutions=4, chain_tokens=49, wanted=8) == 5
+    assert plan_verifications(remaining=100, solutions=4, chain_tokens=49, wanted=None) == 1  # left to the caps
+
+
+def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run() -> None:
+    """genrm (S, V) = (1, 1) and (2, 1) derived from a (2, 2) run's stored chains equal direct runs (exact tokens)."""
+    from ttscale.budget import Budget
+    from ttscale.runner import Meters, Prepared, RunSpec, solve
+    from ttscale.sweep import derive_record
+
+    def prepared(budget: int, **params: Any) -> Prepared:
+        raw = {k: str(v) for k, v in {"max_tokens": 64, "verify_tokens": 64, **params}.items()}
+        spec = RunSpec(strategy="genrm", budget=str(budget), task="arithmetic:1-3", params=raw)
+        task = make_context(ScriptedGenRM(), budget).task
+        return Prepared(spec, "genrm", genrm, parse_params(GenRMParams, raw), Budget.parse(budget), task,
+                        task.problems()[:1], Meters(budget=None, costing=None))
+
+    big = prepared(4000, n=2, verifications=2)
+    problem = big.problems[0]
+    source = asyncio.run(solve(big, fresh(problem.reference), problem)).to_json()
+    for budget, n, v in [(4000, 1, 1), (4000, 2, 1), (400, 2, 1)]:
+        low = prepared(budget, n=n, verifications=v)
+        derived = derive_record(low, problem, source, source_id="src")
+        run_direct = asyncio.run(solve(low, fresh(problem.reference), problem)).to_json()
+        assert not isinstance(derived, str), derived
+        for key in ("prediction", "correct", "samples"):
+            assert derived[key] == run_direct[key], key
+        for key in ("spent", "generated_tokens"):
+            assert derived["ledger"][key] == run_direct["ledger"][key], key
+        assert derived["ledger"]["verifier"]["generated_tokens"] == run_direct["ledger"]["verifier"]["generated_tokens"]
+        info = {k: x for k, x in derived["info"].items() if k not in ("derived_from", "replayed")}
+        assert info == run_direct["info"]
+    # (2, 2) in 150 tokens: the 34 solution tokens leave 116 < 2·65, so even V = 1 chains are cut: refused.
+    tight = prepared(150, n=2, verifications=2)
+    assert derive_record(tight, problem, source, source_id="src") == "the verifications would not fit uncapped"
+    assert asyncio.run(solve(tight, fresh(problem.reference), problem)).ledger["capped_requests"] > 0
+
+
+def fresh(reference: str) -> ScriptedGenRM:
+    """A ScriptedGenRM with the scripts of `scripted` for a problem whose answer is `reference`."""
+    sim = ScriptedGenRM()
+    right, wrong = f"The answer is {reference}.", f"The answer is {int(reference) + 1}."
+    sim.solutions = [right, wrong, right, wrong]
+    sim.chains = {
+        right: [("Right." + ASK + " Yes", {"Y": 0.7, "N": 0.3}), ("I cannot tell.", None), ("Ok." + ASK + " Yes",
+                {"Y": 0.5, "N": 0.5})],
+        wrong: [("Wrong." + ASK + " No", {"N": 0.8, "Y": 0.2}), ("Fine." + ASK + " Yes", {"Y": 0.9, "N": 0.1}),
+                ("Hm." + ASK + " No", {"N": 0.6, "Y": 0.4})],
+    }
+    return sim

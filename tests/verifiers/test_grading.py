@@ -364,3 +364,12 @@ def test_a_worker_that_cannot_start_is_reported(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(pool_module.WorkerStartError, match="exit code 3"):
         pool.start()
     pool.close()
+
+
+def test_a_batch_bound_is_validated_and_pairs_past_it_are_false() -> None:
+    from ttscale.verifiers import math_equal_many
+
+    with pytest.raises(ValueError, match="timeout must be a finite number of seconds > 0, got 0"):
+        math_equal_many([("x", "x")], within=0)
+    # A generous bound changes nothing; the symbolic pair is still decided by math-verify.
+    assert math_equal_many([("(x+1)^2", "x^2+2x+1"), ("x+1", "x-1")], within=30.0) == [True, False]

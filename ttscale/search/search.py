@@ -189,7 +189,8 @@ class Search:
                 separator, finish = step_end(
                     completion, delimiter=self.p.delimiter, decode=self.ctx.engine.detokenize
                 )
-            child = self.tree.add(node, completion.token_ids, text=completion.text, separator=separator, finish=finish)
+            child = self.tree.add(node, completion.token_ids, text=completion.text, separator=separator, finish=finish,
+                                  split_at=self.p.delimiter if to_end else None)
             if child.finish == "open" and (self._room(child) <= 0 or child.depth >= self.p.max_steps):
                 child.finish = "length"  # a path limit, not the policy, ended it
             children.append(child)
@@ -208,15 +209,16 @@ class Search:
                 todo.setdefault(node.id, node)
         if todo:
             batch = list(todo.values())
-            scores = await self.verifier.score_steps(self.ctx, [node.steps() for node in batch])
+            paths = [node.steps() for node in batch]
+            scores = await self.verifier.score_steps(self.ctx, paths)
             self.counters["verifier_calls"] += 1
             self.counters["verifier_candidates"] += len(batch)
             if len(scores) != len(batch):
                 raise ValueError(f"verifier returned {len(scores)} score lists for {len(batch)} candidates")
-            for node, step_scores in zip(batch, scores, strict=True):
-                if len(step_scores) != node.depth or not all(0.0 <= s <= 1.0 for s in step_scores):
+            for node, steps, step_scores in zip(batch, paths, scores, strict=True):
+                if len(step_scores) != len(steps) or not all(0.0 <= s <= 1.0 for s in step_scores):
                     raise ValueError(
-                        f"verifier must return {node.depth} scores in [0, 1] for a {node.depth}-step path, "
+                        f"verifier must return {len(steps)} scores in [0, 1] for a {len(steps)}-step path, "
                         f"got {list(step_scores)!r}"
                     )
                 node.step_scores = tuple(float(s) for s in step_scores)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttscale.search.steps import Finish
+from ttscale.search.steps import Finish, split_steps
 
 _NO_TOKEN = 0  # trie index of the empty prefix (a sentinel that is not a token)
 
@@ -45,6 +45,10 @@ class Node:
     """The step scores aggregated into one number (last / min / prod / mean)."""
     kv_end: int = _NO_TOKEN
     """Index, in the tree's token trie, of the path's last token."""
+    split_at: str | None = None
+    """For a node generated to the end of its solution in one request (search-and-learn's last iteration):
+    the delimiter its text is cut at into the steps a verifier scores, as search-and-learn re-splits
+    completions. None: the node is one step."""
 
     @property
     def terminal(self) -> bool:
@@ -66,8 +70,13 @@ class Node:
         return nodes[::-1]
 
     def steps(self) -> list[str]:
-        """The texts of the path's steps, in order: what a process verifier scores."""
-        return [node.text for node in self.path()]
+        """The texts of the path's steps, in order: what a process verifier scores (a node run to the end of
+        its solution contributes each of its steps, so min / prod / mean see them as a step search would)."""
+        out: list[str] = []
+        for node in self.path():
+            pieces = split_steps(node.text, delimiter=node.split_at) if node.split_at else []
+            out.extend(pieces or [node.text])
+        return out
 
     def solution(self) -> str:
         """The solution text so far: each step followed by the delimiter it ended on (none after the last)."""
@@ -110,8 +119,9 @@ class Tree:
         text: str,
         separator: str = "",
         finish: Finish = "open",
+        split_at: str | None = None,
     ) -> Node:
-        """A new child of `parent` made of one step."""
+        """A new child of `parent` made of one step (or of several, cut at `split_at` for scoring)."""
         if parent.terminal:
             raise ValueError(f"node {parent.id} is terminal ({parent.finish}); it has no children")
         child = Node(
@@ -123,6 +133,7 @@ class Tree:
             depth=parent.depth + 1,
             generated=parent.generated + len(token_ids),
             finish=finish,
+            split_at=split_at,
         )
         child.kv_end = self._insert(parent.kv_end, child.token_ids)
         parent.children.append(child)

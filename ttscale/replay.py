@@ -1,0 +1,137 @@
+"""GenRM cells of a sweep replayed from a stored run, and SC vs GenRM compared at matched ledger compute.
+
+`replay_genrm` gives the record a GenRM run with (S, V) at budget b would write, from a source run
+with S_B ≥ S solutions and V_B ≥ V chains each (its `info["chains"]` stores every chain's verdict and
+token counts): the first S solutions and the first V chains of each, on a real `Ledger` of budget b
+that reserves and settles what the strategy would send, with the chains' true token counts. Under the
+i.i.d. assumption of ttscale.sweep (the samples of one prompt do not depend on n or on other requests),
+the first k of a stored list are distributed as a run's k. Refused when the run would send anything the
+replay cannot reproduce: a request the ledger would cap, more solutions or chains than stored, or a
+source that was itself capped (its samples would be shorter than an uncapped run's).
+
+`best_at_compute` is the paper's comparison ("when to solve, when to verify", Singhi et al.,
+arXiv:2504.01005, §4): at each compute level L, the best cell of each strategy whose mean ledger tokens
+per problem (policy + verifier generated tokens actually spent) are ≤ L.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ttscale.budget import Ledger
+from ttscale.evals.metrics import wilson_interval
+from ttscale.select import best_scored, weighted_vote
+from ttscale.types import Completion, Generation, Sample, SamplingParams
+
+
+def replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: Mapping[str, Any], *,
+                 prompt: int) -> tuple[str | None, list[Sample], dict[str, Any]] | str:
+    """(prediction, samples, info) of a GenRM run under `ledger` with params `p`; or why it cannot be replayed."""
+    from ttscale.strategies.genrm import answer_info, budget_split, plan_verifications
+    from ttscale.verifiers.genrm import GenRM, Verdict
+
+    stored = (source.get("info") or {}).get("chains")
+    if not isinstance(stored, list) or len(stored) != len(samples):
+        return "the source stores no per-chain verdicts"
+    if (source.get("ledger") or {}).get("capped_requests"):
+        return "the source's own requests were capped"
+    chain = p.verify_tokens + 1
+    c = ledger.affordable_samples(p.max_tokens)
+    s, _ = budget_split(c, lam=chain / p.max_tokens, solution_share=p.solution_share, s=p.n, v=p.verifications)
+    asked = SamplingParams(n=s, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens)
+    if not _spend(ledger, asked, [x.num_tokens for x in samples[:s]], prompt=prompt, role="policy") or s > len(samples):
+        return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
+    v = plan_verifications(remaining=ledger.remaining, solutions=s, chain_tokens=chain, wanted=p.verifications)
+    kept = [[Verdict(r=float(r), chain_tokens=int(t), verdict_tokens=int(k), source=src) for r, t, k, src in x[:v]]
+            for x in stored[:s]]
+    if any(len(x) < v for x in kept):
+        return f"V={v} chains per solution and the source has {min(len(x) for x in kept)}"
+    if any(x.chain_tokens > p.verify_tokens for vs in kept for x in vs):
+        return "the source's chains are longer than verify_tokens"
+    chains = SamplingParams(n=v, temperature=p.verify_temperature, max_tokens=p.verify_tokens)
+    one = SamplingParams(n=1, temperature=0.0, max_tokens=1)
+    # The run reserves every solution's chains before any returns (they are in flight together), then settles.
+    # Prompt tokens of the verifier are not stored: 0 (they cost nothing under a token budget).
+    held = [ledger.reserve(chains, prompt_tokens=0, role="verifier") for _ in kept]
+    if any(r is None or r.params != chains for r in held):
+        for r in held:
+            if r is not None:
+                ledger.settle(r, None)
+        return "the verifications would not fit uncapped"
+    for r, vs in zip(held, kept, strict=True):
+        assert r is not None
+        batch = tuple(Completion(text="", token_ids=(0,) * x.chain_tokens) for x in vs)
+        ledger.settle(r, Generation(completions=batch, prompt_tokens=0))
+    for vs in kept:
+        for x in vs:
+            if x.verdict_tokens and not _spend(ledger, one, [x.verdict_tokens], prompt=0, role="verifier"):
+                return "an appended verdict would not fit"
+    verifier = GenRM(verifications=v, max_tokens=p.verify_tokens, temperature=p.verify_temperature)
+    scores = [verifier.score(vs) for vs in kept]
+    sub = [replace(x, score=r) for x, r in zip(samples[:s], scores, strict=True)]
+    if p.select == "weighted":
+        prediction, votes = weighted_vote(sub)
+    else:
+        best = best_scored(sub)
+        prediction, votes = (best.answer if best else None), {}
+    usage = ledger.usage
+    info = answer_info(p, s=s, v=v, verdicts=kept, scores=scores, votes=votes,
+                       policy_tokens=usage["policy"].generated_tokens,
+                       verifier_tokens=usage["verifier"].generated_tokens)
+    info["replayed"] = "exact generated tokens; the verifier's prompt tokens are not stored (0)"
+    return prediction, sub, info
+
+
+def genrm_source(strategy: str, entry: Any, params: dict[str, str]) -> dict[str, str]:
+    """The grid point a sweep replays a GenRM cell from: its entry's largest n and verifications (when explicit)."""
+    if strategy != "genrm":
+        return params
+    top = dict(params)
+    for key in ("n", "verifications"):
+        values = entry.params.get(key, [])
+        if len(values) > 1 and all(v.isdigit() for v in values):
+            top[key] = max(values, key=int)
+    return top
+
+
+def _spend(ledger: Ledger, asked: SamplingParams, lengths: Sequence[int], *, prompt: int, role: Any) -> bool:
+    """Reserve `asked` and settle `lengths`; False (nothing spent) when the ledger would cap or refuse it."""
+    reservation = ledger.reserve(asked, prompt_tokens=prompt, role=role)
+    if reservation is None:
+        return False
+    if reservation.params != asked or len(lengths) != asked.n:
+        ledger.settle(reservation, None)
+        return False
+    batch = tuple(Completion(text="", token_ids=(0,) * k) for k in lengths)
+    ledger.settle(reservation, Generation(completions=batch, prompt_tokens=prompt))
+    return True
+
+
+def best_at_compute(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per compute level (every cell's mean ledger tokens per problem), the best cell of each strategy within it.
+
+    `rows` need strategy, candidate, budget, seed, mean_tokens, correct (count) and problems. The best is
+    the highest accuracy (ties: fewer tokens); its 95% Wilson interval comes with it. A strategy with no cell
+    within a level is absent there. Levels are the cells' own token counts, so every comparison is at ≤ L.
+    """
+    for row in rows:
+        if row["problems"] < 1 or not 0 <= row["correct"] <= row["problems"] or row["mean_tokens"] < 0:
+            raise ValueError(f"best_at_compute needs 0 ≤ correct ≤ problems, problems ≥ 1, tokens ≥ 0; got {dict(row)}")
+    levels = sorted({round(float(r["mean_tokens"]), 1) for r in rows})
+    out = []
+    for level in levels:
+        best: dict[str, dict[str, Any]] = {}
+        for r in sorted(rows, key=lambda r: (r["mean_tokens"], str(r["candidate"]), r["seed"])):
+            if round(float(r["mean_tokens"]), 1) > level:
+                continue
+            accuracy = r["correct"] / r["problems"]
+            held = best.get(r["strategy"])
+            if held is None or accuracy > held["accuracy"]:
+                low, high = wilson_interval(int(r["correct"]), int(r["problems"]))
+                best[r["strategy"]] = {"candidate": r["candidate"], "budget": r["budget"], "seed": r["seed"],
+                                       "accuracy": accuracy, "ci95": [round(low, 4), round(high, 4)],
+                                       "mean_tokens": round(float(r["mean_tokens"]), 1)}
+        out.append({"tokens": level, "best": best})
+    return out
