@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +45,61 @@ def test_write_json_is_atomic_and_readable(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["config.json"]
     with pytest.raises(RunDirError, match="not a ttscale run"):
         RunDir(tmp_path / "nothing").read_config()
+
+
+def _counting_parser(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    from ttscale import storage
+
+    parsed: list[bytes] = []
+    real = storage._parse_line
+
+    def counting(raw: bytes) -> Any:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(storage, "_parse_line", counting)
+    return parsed
+
+
+def test_a_resume_parses_each_finished_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ttscale.runner import RunSpec, prepare, run_problems
+
+    run_dir = RunDir(tmp_path)
+    prepared = prepare(RunSpec(strategy="self_consistency", task="arithmetic", limit=40))
+    with run_dir.open_for_writing():
+        for problem in prepared.problems[:39]:
+            run_dir.append({"id": problem.id, "correct": True, "ledger": {"spent": 1.0}})
+    parsed = _counting_parser(monkeypatch)
+
+    async def solver(problem: Any) -> dict[str, Any]:
+        return {"id": problem.id, "correct": False, "ledger": {"spent": 2.0}}
+
+    resumed = RunDir(tmp_path)  # as `ttscale run --resume` opens it
+    with resumed.open_for_writing():
+        assert len(resumed.records()) == 39
+        summary = asyncio.run(run_problems(prepared, resumed, solver, concurrency=4, progress=False))
+    assert summary["problems"] == 40 and summary["resumed"]
+    # Repair, finished ids, the summary's records, and the line appended: 39 + 1 lines, each parsed once.
+    assert len(parsed) == 40 and len(set(parsed)) == 40
+
+
+def test_reads_follow_appends_torn_lines_and_a_replaced_file(tmp_path: Path) -> None:
+    run_dir = RunDir(tmp_path)
+    with run_dir.open_for_writing():
+        run_dir.append({"id": "a"})
+        assert run_dir.finished_ids() == {"a"}
+        run_dir.append({"id": "b"})
+        run_dir.append({"id": "a", "late": True})  # a duplicate: the first record of an id counts
+        assert [r["id"] for r in run_dir.records()] == ["a", "b"] and "late" not in run_dir.records()[0]
+    with open(tmp_path / RESULTS, "ab") as handle:
+        handle.write(b'{"id": "c", "tor')  # a torn write after the cached lines
+    assert run_dir.finished_ids() == {"a", "b"}
+    with open(tmp_path / RESULTS, "ab") as handle:
+        handle.write(b'n": 1}\n')  # ... completed: now a whole line
+    assert run_dir.finished_ids() == {"a", "b", "c"}
+    (tmp_path / "new.jsonl").write_text('{"id": "z"}\n')
+    (tmp_path / "new.jsonl").replace(tmp_path / RESULTS)  # another file (inode) under the name
+    assert run_dir.finished_ids() == {"z"}
+    records = run_dir.records()
+    records[0]["id"] = "edited"  # what a caller does to its copy does not reach the next read
+    assert run_dir.finished_ids() == {"z"}

@@ -47,6 +47,8 @@ class RunDir:
         self._results: IO[bytes] | None = None
         self._size = 0
         """Bytes of whole lines in results.jsonl: a failed append is cut back to it."""
+        self._read = _ReadState()
+        """What has been parsed of results.jsonl so far: later reads parse only what was appended since."""
 
     # -- ownership ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -146,26 +148,40 @@ class RunDir:
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored)."""
-        seen: dict[str, dict[str, Any]] = {}
-        for record in self._read_lines()[0]:
-            seen.setdefault(str(record.get("id")), record)
-        return list(seen.values())
+        self._read_lines()
+        # Copies: the parsed lines are kept for the next read, and a caller may edit what it gets.
+        return [dict(r) for r in self._read.first.values()]
 
     def finished_ids(self) -> set[str]:
-        return {str(r.get("id")) for r in self.records()}
+        self._read_lines()
+        return set(self._read.first)
 
     # -- internals ------------------------------------------------------------------------------
     def _read_lines(self) -> tuple[list[dict[str, Any]], int]:
-        """Parsed complete lines and the byte length they span (a bad last line is a torn write)."""
+        """Parsed complete lines and the byte length they span (a bad last line is a torn write).
+
+        Incremental: the lines parsed by an earlier call are kept, and only bytes appended since are
+        read, so a resume (and every summary after it) parses each line of a long run once. A file
+        that shrank or was replaced (another inode) is read again from the start.
+        """
         path = self.path / RESULTS
-        if not path.is_file():
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            self._read = _ReadState()
             return [], 0
-        records: list[dict[str, Any]] = []
-        good = 0
+        except OSError as exc:
+            raise storage_error(exc, path, "read") from None
+        state = self._read
+        if (stat.st_dev, stat.st_ino) != state.file or stat.st_size < state.good:
+            state = self._read = _ReadState(file=(stat.st_dev, stat.st_ino))
+        if stat.st_size == state.good:
+            return state.records, state.good
         bad_line = 0
         try:
             with open(path, "rb") as handle:
-                for number, raw in enumerate(handle, start=1):
+                handle.seek(state.good)
+                for number, raw in enumerate(handle, start=state.lines + 1):
                     if bad_line:  # a bad line with more after it: not a torn write
                         raise RunDirError(
                             f"{path}:{bad_line} is not a whole JSON record, and more lines follow it; "
@@ -175,11 +191,10 @@ class RunDir:
                     if record is None:
                         bad_line = number
                         continue
-                    records.append(record)
-                    good += len(raw)
+                    state.add(record, len(raw))
         except OSError as exc:
             raise storage_error(exc, path, "read") from None
-        return records, good
+        return state.records, state.good
 
     def _repair_results(self) -> None:
         path = self.path / RESULTS
@@ -192,6 +207,26 @@ class RunDir:
                     handle.truncate(good)
         except OSError as exc:
             raise storage_error(exc, path, "repair") from None
+
+
+class _ReadState:
+    """The whole lines of results.jsonl parsed so far (see `RunDir._read_lines`)."""
+
+    def __init__(self, file: tuple[int, int] | None = None) -> None:
+        self.file = file
+        """(device, inode) of the file these lines came from."""
+        self.records: list[dict[str, Any]] = []
+        self.first: dict[str, dict[str, Any]] = {}
+        """The first record of each problem id."""
+        self.good = 0
+        """Bytes of whole lines parsed."""
+        self.lines = 0
+
+    def add(self, record: dict[str, Any], size: int) -> None:
+        self.records.append(record)
+        self.first.setdefault(str(record.get("id")), record)
+        self.good += size
+        self.lines += 1
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:

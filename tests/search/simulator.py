@@ -29,24 +29,21 @@ import asyncio
 import math
 import random
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ttscale.testing.latency import ASSISTANT, EOS, CharTokenizer
 from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 from ttscale.verifiers.safe_eval import safe_eval
 
 if TYPE_CHECKING:
     from ttscale.context import Context
 
-EOS = 2
-_OFFSET = 3
-_USER, _ASSISTANT = "<|user|>", "<|assistant|>"
 _EXPRESSION = re.compile(r"Calculate (.+?)\. Give")
 _STATED = re.compile(r"=\s*(-?\d+)")
 _PROPOSED = re.compile(r"(?:=|answer is)\s*(-?\d+)")
 
 
-class SimulatedArithmeticPolicy:
+class SimulatedArithmeticPolicy(CharTokenizer):
     """Engine protocol over a scripted, seeded fake policy (see the module docstring)."""
 
     def __init__(
@@ -71,17 +68,7 @@ class SimulatedArithmeticPolicy:
         self.peak_in_flight = 0
         self._blocks: set[tuple[int, ...]] = set()
 
-    # -- Engine protocol --------------------------------------------------------------------------
-    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
-        text = "".join(_USER + m["content"] for m in messages)
-        return self.tokenize(text + _ASSISTANT if add_generation_prompt else text)
-
-    def tokenize(self, text: str) -> list[int]:
-        return [ord(c) + _OFFSET for c in text]
-
-    def detokenize(self, token_ids: Sequence[int]) -> str:
-        return "".join("<eos>" if t == EOS else chr(t - _OFFSET) for t in token_ids)
-
+    # -- Engine protocol (the tokenizer half is CharTokenizer's) -------------------------------------
     def describe(self) -> dict[str, Any]:
         return {"backend": "simulator"}
 
@@ -98,7 +85,7 @@ class SimulatedArithmeticPolicy:
             await asyncio.sleep(0)
         finally:
             self.in_flight -= 1
-        question, _, reply = self.detokenize(ids).partition(_ASSISTANT)
+        question, _, reply = self.detokenize(ids).partition(ASSISTANT)
         match = _EXPRESSION.search(question)
         expression = match.group(1) if match else "1 + 1"
         value = int(safe_eval(expression))

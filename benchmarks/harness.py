@@ -1,0 +1,159 @@
+"""The harness at GPU speed: what ttscale itself costs when the engine is (nearly) free.
+
+    python benchmarks/harness.py [--problems 200] [--width 64] [--profile beam] [--scale] [--resume 10000]
+
+Every run goes through the real runner (`prepare` + `execute`: ledger, strategy, tree, verifier, grading,
+fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted policy, never a model):
+- ceiling: the zero-cost engine answers every request at once, so the run's time is the harness alone;
+  printed per strategy: problems/s, requests/s, generated tokens/s (tree searches at `--width`);
+- share: the same runs against a rate model of a 1.5B model on one H100 (`LatencyModel.h100_1p5b`): the
+  engine's busy and idle time over the wall time; idle is what the harness made it wait;
+- `--profile NAME`: the top functions by own time for one strategy's zero-cost run;
+- `--scale`: best-of-N at 100 / 1,000 / 10,000 problems, time and peak memory per problem;
+- `--resume N`: a run of N problems with N-1 finished, resumed: the time to find and run the last one.
+The machine is printed first: numbers from different machines do not compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import platform
+import pstats
+import tempfile
+import time
+import tracemalloc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ttscale.runner import RunSpec, execute, prepare
+from ttscale.storage import RunDir
+from ttscale.testing import LatencyEngine, LatencyModel
+
+POOL = ("best_of_n", "self_consistency")
+TREE = ("beam", "rebase", "ets", "astar")
+
+
+@dataclass
+class Measured:
+    strategy: str
+    problems: int
+    seconds: float
+    requests: int
+    tokens: int
+    busy: float = 0.0
+    idle: float = 0.0
+
+    def line(self) -> str:
+        rate = (f"{self.problems / self.seconds:8.1f} problems/s  {self.requests / self.seconds:9.0f} requests/s  "
+                f"{self.tokens / self.seconds:10.0f} tokens/s")
+        counts = f"({self.problems} problems, {self.requests} requests, {self.seconds:.2f} s)"
+        return f"  {self.strategy:<18} {rate}  {counts}"
+
+
+def spec_for(strategy: str, *, problems: int, width: int, budget: str) -> RunSpec:
+    params: dict[str, Any] = {"n": width} if strategy in TREE else {"n": 16, "max_tokens": 256}
+    if strategy in TREE:
+        params.update(max_tokens=512, step_tokens=96, max_steps=8)
+    if strategy == "astar":  # best-first: no width; it pops `parallel` nodes per round until the budget ends
+        del params["n"]
+    return RunSpec(strategy=strategy, budget=budget, task="arithmetic", limit=problems, params=params,
+                   task_options={"per_level": max(1, -(-problems // 5))}, concurrency=256)
+
+
+async def run_once(spec: RunSpec, model: LatencyModel, out: Path) -> Measured:
+    prepared = prepare(spec)
+    engine = LatencyEngine(model=model, max_steps=6)
+    run_dir = RunDir(out)
+    start = time.perf_counter()
+    try:
+        with run_dir.open_for_writing():
+            await execute(prepared, engine, run_dir, progress=False)
+    finally:
+        await engine.close()
+    seconds = time.perf_counter() - start
+    return Measured(spec.strategy, len(prepared.problems), seconds, engine.requests, engine.generated_tokens,
+                    engine.busy_seconds, engine.idle_seconds)
+
+
+def measure(spec: RunSpec, model: LatencyModel) -> Measured:
+    with tempfile.TemporaryDirectory() as out:
+        return asyncio.run(run_once(spec, model, Path(out)))
+
+
+def profile(spec: RunSpec, *, top: int = 15) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    measure(spec, LatencyModel.zero_cost())
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    return text.getvalue()
+
+
+def scale(sizes: list[int]) -> None:
+    print("scale: best_of_n n=16, zero-cost engine")
+    for size in sizes:
+        tracemalloc.start()
+        m = measure(spec_for("best_of_n", problems=size, width=16, budget="8k"), LatencyModel.zero_cost())
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"  {size:>6} problems: {1e3 * m.seconds / size:7.3f} ms/problem, "
+              f"peak {peak / size / 1024:7.1f} KiB/problem (traced Python memory; {m.seconds:.1f} s)")
+
+
+def resume(size: int) -> None:
+    spec = spec_for("best_of_n", problems=size, width=16, budget="8k")
+    with tempfile.TemporaryDirectory() as out:
+        asyncio.run(run_once(spec, LatencyModel.zero_cost(), Path(out)))
+        path = Path(out) / "results.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:-1]))  # the last problem unfinished
+        start = time.perf_counter()
+        m = asyncio.run(run_once(spec, LatencyModel.zero_cost(), Path(out)))
+        seconds = time.perf_counter() - start
+        print(f"resume: {size} problems, {size - 1} finished ({path.stat().st_size / 1e6:.1f} MB of results): "
+              f"{seconds:.2f} s to prepare, read, run the last one and summarize ({m.requests} request)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--problems", type=int, default=200)
+    parser.add_argument("--width", type=int, default=64, help="tree searches' N")
+    parser.add_argument("--strategies", default=",".join(POOL + TREE))
+    parser.add_argument("--profile", metavar="STRATEGY")
+    parser.add_argument("--scale", action="store_true", help="best-of-N at 100, 1,000 and 10,000 problems")
+    parser.add_argument("--resume", type=int, metavar="N", help="resume a run of N problems with N-1 finished")
+    parser.add_argument("--no-share", action="store_true", help="skip the runs against the H100 rate model")
+    args = parser.parse_args(argv)
+    print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}; "
+          "engine: ttscale.testing.LatencyEngine (a simulator)")
+    names = [s for s in args.strategies.split(",") if s]
+    budget = f"{args.width * 512}"  # tree searches: N paths of 512 tokens at most
+    print(f"ceiling (zero-cost engine), {args.problems} problems, tree width {args.width}:")
+    for name in names:
+        print(measure(spec_for(name, problems=args.problems, width=args.width, budget=budget),
+                      LatencyModel.zero_cost()).line())
+    if not args.no_share:
+        model = LatencyModel.h100_1p5b()
+        print(f"share (H100 1.5B rate model: {model.step_seconds * 1e3:g} ms/step + "
+              f"{model.step_seconds_per_seq * 1e6:g} µs/sequence, prefill {model.prefill_tokens_per_s:,.0f} tok/s):")
+        for name in names:
+            m = measure(spec_for(name, problems=args.problems, width=args.width, budget=budget), model)
+            print(f"  {name:<18} wall {m.seconds:7.2f} s  engine busy {m.busy:7.2f} s  idle {m.idle:6.2f} s  "
+                  f"harness share {100 * (1 - m.busy / m.seconds):5.1f}%  ({m.tokens / m.seconds:,.0f} tokens/s)")
+    if args.profile:
+        print(f"profile: {args.profile}, zero-cost engine")
+        print(profile(spec_for(args.profile, problems=args.problems, width=args.width, budget=budget)))
+    if args.scale:
+        scale([100, 1_000, 10_000])
+    if args.resume:
+        resume(args.resume)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
