@@ -43,7 +43,7 @@ SPECS: dict[str, DatasetSpec] = {
         final_number=True,
         repair_escapes=True,
         # Grade-school solutions are shorter: half of MATH's token cap, the same search depth.
-        param_defaults=(("max_tokens", 1024), ("max_steps", 40)),
+        param_defaults=(("max_tokens", 1024), ("max_steps", 40), ("verify_tokens", 1024)),
     ),
     "math500": DatasetSpec(
         name="math500",

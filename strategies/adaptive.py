@@ -45,6 +45,9 @@ class AdaptiveParams:
     against."""
     fallback: str = "self_consistency"
     """The strategy run when there is no policy."""
+    task_defaults: bool = False
+    """Whether `fallback` gets the task's suggested parameters (a new run sets it; a run made before them resumes
+    without). A policy's choices get them when its sweep's cells did (the policy JSON says so)."""
     digest: str = field(init=False, default="")
     """SHA-256 of the policy file, so that a run resumed with a changed policy is refused."""
 
@@ -109,8 +112,10 @@ async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
     fn = STRATEGIES.get(name)
     before = ledger.spent
     try:
-        answer: Answer = await fn(problem, ctx, routed_params(fn, params, task=ctx.task,
-                                                            budget=Budget(limit=row or room, unit=ledger.budget.unit)))
+        suggested = policy.data.get("task_defaults", False) if policy else p.task_defaults
+        budget = Budget(limit=row or room, unit=ledger.budget.unit)
+        answer: Answer = await fn(problem, ctx, routed_params(fn, params, task=ctx.task if suggested else None,
+                                                            budget=budget))
     finally:
         if allocator is not None and granted:
             allocator.release(granted=granted, spent=ledger.spent - before)
@@ -120,9 +125,11 @@ async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
 
 def routed_params(fn: Any, params: Mapping[str, Any], *, task: Any, budget: Budget) -> Any:
     """The routed strategy's parameters as the sweep cell it was learned from ran them: the task's suggested
-    values under the policy's own (`ttscale.params.task_defaults`), capped at the row's budget as the cell's were."""
+    values under the policy's own (`ttscale.params.task_defaults`), capped at the row's budget as the cell's were.
+    `task` None: no suggestions (a policy from a sweep made before them, or a run made before them)."""
     cls = params_class(fn)
-    return parse_params(cls, {**task_defaults(cls, task=task, budget=budget), **params})
+    suggested = task_defaults(cls, task=task, budget=budget) if task is not None else {}
+    return parse_params(cls, {**suggested, **params})
 
 
 def _route(

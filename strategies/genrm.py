@@ -25,6 +25,7 @@ tokens generated per chain) / (policy tokens generated per solution) from the pr
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -124,6 +125,8 @@ async def genrm(problem: Problem, ctx: Context, p: GenRMParams) -> Answer:
     chain = p.verify_tokens + 1
     c = ctx.budget.affordable_samples(p.max_tokens)
     s, _ = budget_split(c, lam=chain / p.max_tokens, solution_share=p.solution_share, s=p.n, v=p.verifications)
+    # Counted from this strategy's own requests: under `adaptive` the ledger also holds the probe's tokens.
+    verifier_before = ctx.budget.usage["verifier"].generated_tokens
     solutions = await sample_pool(ctx, replace(p, n=s))
     v = plan_verifications(
         remaining=ctx.budget.remaining, solutions=len(solutions), chain_tokens=chain, wanted=p.verifications
@@ -133,11 +136,11 @@ async def genrm(problem: Problem, ctx: Context, p: GenRMParams) -> Answer:
     scores = [verifier.score(vs) for vs in verdicts]
     samples = [ctx.sample(sol, score=r) for sol, r in zip(solutions, scores, strict=True)]
     if p.select == "weighted":
-        prediction, votes = weighted_vote(samples)
+        prediction, votes = await asyncio.to_thread(weighted_vote, samples)  # a symbolic merge waits on the grader
     else:
         best = best_scored(samples)
         prediction, votes = (best.answer if best else None), {}
-    policy, verifying = ctx.budget.usage["policy"], ctx.budget.usage["verifier"]
     info = answer_info(p, s=s, v=v, verdicts=verdicts, scores=scores, votes=votes,
-                       policy_tokens=policy.generated_tokens, verifier_tokens=verifying.generated_tokens)
+                       policy_tokens=sum(sol.num_tokens for sol in solutions),
+                       verifier_tokens=ctx.budget.usage["verifier"].generated_tokens - verifier_before)
     return Answer(prediction=prediction, samples=tuple(samples), info=info)

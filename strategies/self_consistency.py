@@ -11,6 +11,7 @@ Ties → the answer seen first, so runs are deterministic.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,9 +40,9 @@ async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyPar
     votes: Mapping[str, float]
     if p.verifier is None:
         samples = [ctx.sample(c) for c in completions]
-        prediction, votes = majority_vote(samples)
+        prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
     else:
         rewards = await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions])
         samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
-        prediction, votes = weighted_vote(samples)
+        prediction, votes = await asyncio.to_thread(weighted_vote, samples)
     return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": dict(votes)})

@@ -36,7 +36,10 @@ from ttscale.cli import main
         (["fly"], "invalid choice: 'fly'"),
         (["list", "--params", "bem"], "did you mean 'beam'?"),
         (["list", "--params", "judge:beam"], "takes NAME, strategy:NAME or verifier:NAME"),
-        (["list", "--task", "math500"], "--task applies with --params NAME"),
+        (["list", "--task", "math500"], "--task and --budget apply with --params NAME"),
+        (["list", "--budget", "1k"], "--task and --budget apply with --params NAME"),
+        (["list", "--params", "beam", "--budget", "1k"], "--budget applies with --params NAME --task TASK"),
+        (["list", "--params", "beam", "--task", "jsonl:/no/such.jsonl"], "/no/such.jsonl"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -94,3 +94,13 @@ def test_symbolic_merge_is_bounded_and_can_be_switched_off(monkeypatch: pytest.M
     assert len(votes) == 40 and time.monotonic() - start < 0.5 + 1.5  # `within`, plus killing a busy worker
     monkeypatch.setattr(select, "SYMBOLIC", select.SymbolicMerge(groups=0))
     assert len(majority_vote([s("(x+1)^2"), s("x^2+2x+1")])[1]) == 2
+
+
+def test_a_symbolic_vote_is_the_same_whatever_the_grader_cache_holds() -> None:
+    from ttscale.verifiers import GraderConfig, configure_grader
+
+    samples = [s(a) for a in ["w", "(t+3)^2", "t^2+6t+9", "w", "t^{2} + 6t + 9", "(3+t)^2", "v"]]
+    first = majority_vote(samples)
+    assert first[0] == "(t+3)^2" and sorted(first[1].values()) == [1, 2, 4]
+    configure_grader(GraderConfig())  # a fresh grader: no verdict cached, workers started again
+    assert majority_vote(samples) == first and majority_vote(list(samples)) == first

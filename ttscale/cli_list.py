@@ -16,7 +16,7 @@ def register_list(sub: Any) -> None:
     p.add_argument("--params", metavar="NAME", help="a strategy's parameters (verifier:NAME for a verifier's): "
                    "type, default and what each does")
     p.add_argument("--task", help="with --params: also show what this task suggests (e.g. math500: max_tokens=2048)")
-    p.add_argument("--budget", default="8k", help="with --params --task: the per-problem budget that caps the "
+    p.add_argument("--budget", help="with --params --task: the per-problem budget that caps the "
                    "suggested max_tokens (default 8k)")
     p.set_defaults(func=cmd_list)
 
@@ -26,8 +26,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     if args.params:
         return _show_params(args)
-    if args.task:
-        raise UsageError("list: --task applies with --params NAME")
+    if args.task or args.budget:
+        raise UsageError("list: --task and --budget apply with --params NAME")
     for title, registry in (("strategies", STRATEGIES), ("verifiers", VERIFIERS), ("tasks", TASKS)):
         print(f"{title}:")
         for name in registry.names():
@@ -50,17 +50,23 @@ def _show_params(args: argparse.Namespace) -> int:
         print(f"{registry.canonical(name)}: no documented parameters")
         return 0
     suggested: dict[str, Any] = {}
+    budget = args.budget or "8k"
+    if args.budget and not args.task:
+        raise UsageError("list: --budget applies with --params NAME --task TASK")
     if args.task:
         from ttscale.budget import Budget
         from ttscale.evals.base import load_task
 
-        suggested = task_defaults(cls, task=load_task(args.task), budget=Budget.parse(args.budget))
+        try:
+            suggested = task_defaults(cls, task=load_task(args.task), budget=Budget.parse(budget))
+        except ValueError as exc:  # a missing data file, a bad budget: one line, exit 2
+            raise UsageError(f"list: {exc}") from None
     print(f"{registry.canonical(name)}: {_first_line(registry, name)}")
     for p in describe_params(cls):
         default = "required" if p.default is dataclasses.MISSING else repr(p.default)
         line = f"  {p.name} ({p.type}) = {default}"
         if p.name in suggested:
-            line += f"; {args.task} at {args.budget}: {suggested[p.name]!r}"
+            line += f"; {args.task} at {budget}: {suggested[p.name]!r}"
         print(line)
         for text in textwrap.wrap(p.doc, width=100) or ["(undocumented)"]:
             print(f"      {text}")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ttscale.difficulty import ProbeSettings, offline_features
 from ttscale.policy import Difficulty, LearnOptions, learn_policy
+from ttscale.runner import prepare
 from ttscale.select import majority_vote
 from ttscale.storage import CONFIG
 from ttscale.sweep import POOL_STRATEGIES, Cell, SweepSpec, cell_dir
@@ -44,9 +45,14 @@ def holdout_cells(spec: SweepSpec) -> list[Cell]:
     # The probe source as `difficulty` picks it among pools: best_of_n first, then one without a verifier.
     entry = min(entries, key=lambda e: (STRATEGIES.canonical(e.strategy) != "best_of_n", "verifier" in e.params))
     combo = entry.combos()[0]
-    params = {"n": str(spec.holdout), **{k: combo[k] for k in _SAMPLING if k in combo}}
-    # n is fixed, so the budget only has to hold N samples of max_tokens (32768 when the task sets max_tokens).
-    budget = str(spec.holdout * int(combo.get("max_tokens", 32768)))
+    # The probe samples as the entry's cell at the largest budget does (task defaults included), so that
+    # live probes, the pool's probes and the candidates share max_tokens; n is fixed, so the budget only has
+    # to hold N samples of it.
+    source = Cell(strategy=STRATEGIES.canonical(entry.strategy) or entry.strategy, params=combo,
+                  budget=spec.budgets[-1], seed=spec.seeds[0])
+    resolved = prepare(spec.run_spec(source), task_defaults=spec.task_defaults).params
+    params = {"n": str(spec.holdout), **{k: str(getattr(resolved, k)) for k in _SAMPLING}}
+    budget = str(spec.holdout * resolved.max_tokens)
     return [Cell(strategy="best_of_n", params=params, budget=budget, seed=spec.seeds[0], holdout=True)]
 
 
@@ -172,7 +178,9 @@ def learn_from_sweep(
     rows, candidates = outcomes(results)
     diff, settings, meta = difficulty(results, probe_n=probe_n, probe_verifier=probe_verifier, source=source)
     return learn_policy(outcomes=rows, difficulty=diff, options=options, candidates=candidates, probe=settings,
-                        meta={"sweep": str(root), "task": results.spec.task, "problems": len(diff), **meta})
+                        meta={"sweep": str(root), "task": results.spec.task, "problems": len(diff),
+                              # whether the cells ran with the task's suggested parameters: adaptive routes alike
+                              "task_defaults": results.spec.task_defaults, **meta})
 
 
 __all__ = ["SOURCES", "difficulty", "holdout_cells", "learn_from_sweep"]

@@ -147,6 +147,7 @@ class ParamDoc:
     """One parameter as `ttscale list --params` shows it."""
 
     name: str
+    """The field's name (what `--param NAME=value` sets)."""
     type: str
     """The annotation as written (`int | None`)."""
     default: Any

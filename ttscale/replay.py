@@ -1,4 +1,7 @@
-"""GenRM cells of a sweep replayed from a stored run, and SC vs GenRM compared at matched ledger compute.
+"""A sweep's smaller budgets replayed from the stored pool of its largest one, and SC vs GenRM at matched compute.
+
+`derive_cell` / `derive_record` write a cell from its source's records (see ttscale.sweep: generate once,
+evaluate every budget); `replay_pool` replays the sample-pool strategies' requests on a real ledger.
 
 `replay_genrm` gives the record a GenRM run with (S, V) at budget b would write, from a source run
 with S_B ≥ S solutions and V_B ≥ V chains each (its `info["chains"]` stores every chain's verdict and
@@ -16,14 +19,23 @@ per problem (policy + verifier generated tokens actually spent) are ≤ L.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any
 
 from ttscale.budget import Ledger
 from ttscale.evals.metrics import wilson_interval
-from ttscale.select import best_scored, weighted_vote
-from ttscale.types import Completion, Generation, Sample, SamplingParams
+from ttscale.runner import Prepared, check_resume, write_config
+from ttscale.select import best_scored, majority_vote, weighted_vote
+from ttscale.storage import CONFIG, SUMMARY, RunDir
+from ttscale.summary import summarize
+from ttscale.types import Completion, Generation, Problem, RunRecord, Sample, SamplingParams
+
+if TYPE_CHECKING:
+    from ttscale.sweep import Cell
+
+POOL_STRATEGIES = ("best_of_n", "self_consistency")
 
 
 def replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: Mapping[str, Any], *,
@@ -135,3 +147,119 @@ def best_at_compute(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                                        "mean_tokens": round(float(r["mean_tokens"]), 1)}
         out.append({"tokens": level, "best": best})
     return out
+
+
+# -- deriving a smaller budget from the stored pool -----------------------------------------------
+
+
+def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: RunDir) -> str | None:
+    """Write the cell from its source's pool; the reason it cannot be derived, or None when it was."""
+    # Every parameter but those the replay subsamples (GenRM's S and V) must be the source's: a max_tokens
+    # capped at this smaller budget (task defaults), or a sweep resumed across versions, draws other samples.
+    varied = ("n", "verifications") if prepared.strategy_name == "genrm" else ()
+    stored = (source_dir.read_config().get("identity") or {}).get("params")
+    stored = {k: v for k, v in stored.items() if k not in varied} if isinstance(stored, dict) else {}
+    current = {k: v for k, v in json.loads(json.dumps(asdict(prepared.params), default=str)).items()
+               if k not in varied}
+    if stored != current:
+        return f"the source ran with other parameters ({_differing(stored, current)})"
+    sources = {str(r["id"]): r for r in source_dir.records()}
+    records = []
+    for problem in prepared.problems:
+        source = sources.get(problem.id)
+        if source is None:
+            return f"the source has no record of {problem.id}"
+        record = derive_record(prepared, problem, source, source_id=str(cell.source))
+        if isinstance(record, str):
+            return f"{problem.id}: {record}"
+        records.append(record)
+    if run_dir.has_results():
+        check_resume(run_dir, prepared)
+    with run_dir.open_for_writing():
+        if not (run_dir.path / CONFIG).is_file():
+            engine = source_dir.read_config().get("environment", {}).get("engine")
+            write_config(run_dir, prepared, {"derived_from": str(cell.source), "source_engine": engine},
+                         argv=["derived", str(cell.source)])
+        done = run_dir.finished_ids()
+        for record in records:
+            if record["id"] not in done:
+                run_dir.append(record)
+        summary = summarize(records, budget=prepared.budget, wall_seconds=0.0)
+        summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
+                       resumed=False, derived_from=cell.source)
+        run_dir.write_json(SUMMARY, summary)
+    return None
+
+
+def _differing(stored: dict[str, Any], current: dict[str, Any]) -> str:
+    keys = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+    return ", ".join(f"{k}: {stored.get(k)!r} vs {current.get(k)!r}" for k in keys) or "unknown"
+
+
+def derive_record(
+    prepared: Prepared, problem: Problem, source: dict[str, Any], *, source_id: str
+) -> dict[str, Any] | str:
+    """The record a run at `prepared.budget` would write, from the source's record; or why there is none."""
+    if source.get("error"):
+        return "the source record is an error"
+    samples = [Sample(**s) for s in source.get("samples", [])]
+    src_ledger = source.get("ledger") or {}
+    verifier = src_ledger.get("verifier") or {}
+    policy_calls = max(1, int(src_ledger.get("calls", 0)) - int(verifier.get("calls", 0)))
+    prompt = (int(src_ledger.get("prompt_tokens", 0)) - int(verifier.get("prompt_tokens", 0))) // policy_calls
+    ledger, p, name = prepared.ledger(), prepared.params, prepared.strategy_name
+    info: dict[str, Any]
+    if name in POOL_STRATEGIES:
+        if verifier.get("calls"):
+            return "its scorer spent compute"
+        taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
+                            max_model_len=prepared.spec.engine.max_model_len)
+        if isinstance(taken, str):
+            return taken
+        sub = samples[:taken]
+        if name == "best_of_n":
+            best = best_scored(sub)
+            prediction = best.answer if best else None
+            info = {"n": len(sub), "scorer": p.verifier or "mean_logprob", "best_score": best.score if best else None}
+        else:
+            prediction, votes = majority_vote(sub) if p.verifier is None else weighted_vote(sub)
+            info = {"n": len(sub), "votes": dict(votes)}
+    elif name == "genrm":
+        result = replay_genrm(ledger, p, samples, source, prompt=prompt)
+        if isinstance(result, str):
+            return result
+        prediction, sub, info = result
+    else:
+        return f"{name} is not a sample-pool strategy"
+    info["derived_from"] = source_id
+    return RunRecord(id=problem.id, strategy=name, prediction=prediction, reference=problem.reference,
+                     correct=bool(prepared.task.grade(prediction, problem)), ledger=ledger.to_dict(),
+                     samples=[asdict(s) for s in sub], level=problem.level, info=info).to_json()
+
+
+def replay_pool(ledger: Ledger, p: Any, lengths: list[int], *, prompt_tokens: int, max_model_len: int) -> int | str:
+    """How many pool samples `sample_pool` takes under `ledger`, settling their true lengths; or why it cannot tell."""
+    taken = 0
+    while True:
+        n = p.n if p.n is not None else ledger.affordable_samples(p.max_tokens)
+        if n < 1:
+            return taken
+        # What Context.generate sends: max_tokens lowered to the model's room after the prompt, then to the budget.
+        asked = SamplingParams(n=n, temperature=p.temperature, top_p=p.top_p,
+                               max_tokens=min(p.max_tokens, max_model_len - prompt_tokens))
+        reservation = ledger.reserve(asked, prompt_tokens=prompt_tokens)
+        if reservation is None:
+            return taken
+        sent = reservation.params
+        assert sent is not None
+        if (sent.n, sent.max_tokens) != (asked.n, asked.max_tokens):
+            ledger.settle(reservation, None)
+            return "the ledger would truncate its samples below the pool's max_tokens"
+        if taken + n > len(lengths):
+            ledger.settle(reservation, None)
+            return f"it needs {taken + n} samples and the pool has {len(lengths)}"
+        batch = tuple(Completion(text="", token_ids=(0,) * k) for k in lengths[taken: taken + n])
+        ledger.settle(reservation, Generation(completions=batch, prompt_tokens=prompt_tokens))
+        taken += n
+        if not p.refill:
+            return taken

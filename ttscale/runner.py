@@ -8,6 +8,7 @@ loses nothing and `resume` redoes only what was unfinished.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -150,7 +151,10 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     budget = Budget.parse(spec.budget)
     task = load_task(spec.task, **spec.task_options)
     if task_defaults:
-        spec = replace(spec, params={**suggested_params(params_class(fn), task=task, budget=budget), **spec.params})
+        cls = params_class(fn)
+        # A strategy that routes to others (adaptive) is told to pass the suggestions on.
+        routes = {"task_defaults": True} if any(f.name == "task_defaults" for f in dataclasses.fields(cls)) else {}
+        spec = replace(spec, params={**routes, **suggested_params(cls, task=task, budget=budget), **spec.params})
     params = parse_params(params_class(fn), spec.params)
     problems = task.problems()[: spec.limit]
     if not problems:

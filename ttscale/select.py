@@ -49,12 +49,14 @@ def weighted_vote(samples: Sequence[Sample]) -> tuple[str | None, dict[str, floa
 class SymbolicMerge:
     """How votes whose keys differ are merged when math-verify calls their answers equal."""
 
-    groups: int = 16
-    """The most-voted groups compared pairwise (at most groups·(groups−1)/2 pairs per vote); 0 = never."""
+    groups: int = 8
+    """The most-voted groups compared pairwise (at most groups·(groups−1)/2 = 28 pairs per vote); 0 = never."""
     pair_timeout: float = 1.0
-    """Seconds of a grader worker per pair at most."""
-    within: float = 2.0
-    """Seconds per vote at most (worker start-up excepted): pairs not reached by then stay apart."""
+    """Seconds of a grader worker per pair at most (a pair that needs longer stays apart, as the grader says
+    False): no real answer comes near it, so the merge depends on the answers, not on the machine's load."""
+    within: float | None = None
+    """Seconds per vote at most, worker start-up excepted (pairs not reached stay apart); None = no such bound.
+    A bound makes a vote depend on how busy the machine is: off by default."""
 
 
 SYMBOLIC = SymbolicMerge()

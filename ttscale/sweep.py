@@ -33,18 +33,15 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ttscale.budget import Budget, Ledger
+from ttscale.budget import Budget
 from ttscale.engine.base import Engine, EngineConfig
 from ttscale.policy import candidate_key
-from ttscale.replay import genrm_source, replay_genrm
+from ttscale.replay import POOL_STRATEGIES, derive_cell, derive_record, genrm_source, replay_pool  # noqa: F401
 from ttscale.runner import Prepared, RunSpec, check_resume, execute, prepare, write_config
-from ttscale.select import best_scored, majority_vote, weighted_vote
 from ttscale.storage import CONFIG, SUMMARY, RunDir
-from ttscale.summary import summarize
-from ttscale.types import Completion, Generation, Problem, RunRecord, Sample, SamplingParams
+from ttscale.types import Problem
 
 SWEEP = "sweep.json"
-POOL_STRATEGIES = ("best_of_n", "self_consistency")
 #: Run seed of the held-out difficulty pool: requests are seeded by it, so it shares no sample with any candidate cell.
 HOLDOUT_SEED = -1
 _SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
@@ -132,6 +129,9 @@ class SweepSpec:
     """Derive the smaller budgets of sample-pool strategies from the largest one's stored pool."""
     holdout: int = 0
     """Samples per problem of a held-out difficulty pool (probe + p̂₁, see ttscale.holdout); 0 = none."""
+    task_defaults: bool = True
+    """Cells get the task's suggested parameters (`ttscale.params.task_defaults`); False for sweeps made before
+    them (sweep.json without the key), so a resumed sweep's new cells run as its first ones did."""
 
     def __post_init__(self) -> None:
         if not self.grid:
@@ -195,6 +195,7 @@ class SweepSpec:
         values = dict(data)
         values["grid"] = tuple(GridEntry(**e) for e in values["grid"])
         values["budgets"], values["seeds"] = tuple(values["budgets"]), tuple(values["seeds"])
+        values.setdefault("task_defaults", False)  # written before task defaults existed
         # Settings an older or newer EngineConfig does not know are dropped, as `ttscale run --resume` does.
         known = {f.name for f in fields(EngineConfig)}
         values["engine"] = EngineConfig(**{k: v for k, v in values.get("engine", {}).items() if k in known})
@@ -246,7 +247,7 @@ def prepare_cell(spec: SweepSpec, cell: Cell, root: str | Path) -> Prepared:
     stored = (run_dir.read_config().get("spec") or {}).get("params") if (run_dir.path / CONFIG).is_file() else None
     if isinstance(stored, dict):
         return prepare(replace(spec.run_spec(cell), params=stored), task_defaults=False)
-    return prepare(spec.run_spec(cell))
+    return prepare(spec.run_spec(cell), task_defaults=spec.task_defaults)
 
 
 def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
@@ -306,105 +307,3 @@ async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: Engine, *, prog
         if not (run_dir.path / CONFIG).is_file():
             write_config(run_dir, prepared, engine.describe())
         await execute(prepared, engine, run_dir, progress=progress)
-
-
-# -- deriving a smaller budget from the stored pool -----------------------------------------------
-
-
-def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: RunDir) -> str | None:
-    """Write the cell from its source's pool; the reason it cannot be derived, or None when it was."""
-    sources = {str(r["id"]): r for r in source_dir.records()}
-    records = []
-    for problem in prepared.problems:
-        source = sources.get(problem.id)
-        if source is None:
-            return f"the source has no record of {problem.id}"
-        record = derive_record(prepared, problem, source, source_id=str(cell.source))
-        if isinstance(record, str):
-            return f"{problem.id}: {record}"
-        records.append(record)
-    if run_dir.has_results():
-        check_resume(run_dir, prepared)
-    with run_dir.open_for_writing():
-        if not (run_dir.path / CONFIG).is_file():
-            engine = source_dir.read_config().get("environment", {}).get("engine")
-            write_config(run_dir, prepared, {"derived_from": str(cell.source), "source_engine": engine},
-                         argv=["derived", str(cell.source)])
-        done = run_dir.finished_ids()
-        for record in records:
-            if record["id"] not in done:
-                run_dir.append(record)
-        summary = summarize(records, budget=prepared.budget, wall_seconds=0.0)
-        summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
-                       resumed=False, derived_from=cell.source)
-        run_dir.write_json(SUMMARY, summary)
-    return None
-
-
-def derive_record(
-    prepared: Prepared, problem: Problem, source: dict[str, Any], *, source_id: str
-) -> dict[str, Any] | str:
-    """The record a run at `prepared.budget` would write, from the source's record; or why there is none."""
-    if source.get("error"):
-        return "the source record is an error"
-    samples = [Sample(**s) for s in source.get("samples", [])]
-    src_ledger = source.get("ledger") or {}
-    verifier = src_ledger.get("verifier") or {}
-    policy_calls = max(1, int(src_ledger.get("calls", 0)) - int(verifier.get("calls", 0)))
-    prompt = (int(src_ledger.get("prompt_tokens", 0)) - int(verifier.get("prompt_tokens", 0))) // policy_calls
-    ledger, p, name = prepared.ledger(), prepared.params, prepared.strategy_name
-    info: dict[str, Any]
-    if name in POOL_STRATEGIES:
-        if verifier.get("calls"):
-            return "its scorer spent compute"
-        taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
-                            max_model_len=prepared.spec.engine.max_model_len)
-        if isinstance(taken, str):
-            return taken
-        sub = samples[:taken]
-        if name == "best_of_n":
-            best = best_scored(sub)
-            prediction = best.answer if best else None
-            info = {"n": len(sub), "scorer": p.verifier or "mean_logprob", "best_score": best.score if best else None}
-        else:
-            prediction, votes = majority_vote(sub) if p.verifier is None else weighted_vote(sub)
-            info = {"n": len(sub), "votes": dict(votes)}
-    elif name == "genrm":
-        result = replay_genrm(ledger, p, samples, source, prompt=prompt)
-        if isinstance(result, str):
-            return result
-        prediction, sub, info = result
-    else:
-        return f"{name} is not a sample-pool strategy"
-    info["derived_from"] = source_id
-    return RunRecord(id=problem.id, strategy=name, prediction=prediction, reference=problem.reference,
-                     correct=bool(prepared.task.grade(prediction, problem)), ledger=ledger.to_dict(),
-                     samples=[asdict(s) for s in sub], level=problem.level, info=info).to_json()
-
-
-def replay_pool(ledger: Ledger, p: Any, lengths: list[int], *, prompt_tokens: int, max_model_len: int) -> int | str:
-    """How many pool samples `sample_pool` takes under `ledger`, settling their true lengths; or why it cannot tell."""
-    taken = 0
-    while True:
-        n = p.n if p.n is not None else ledger.affordable_samples(p.max_tokens)
-        if n < 1:
-            return taken
-        # What Context.generate sends: max_tokens lowered to the model's room after the prompt, then to the budget.
-        asked = SamplingParams(n=n, temperature=p.temperature, top_p=p.top_p,
-                               max_tokens=min(p.max_tokens, max_model_len - prompt_tokens))
-        reservation = ledger.reserve(asked, prompt_tokens=prompt_tokens)
-        if reservation is None:
-            return taken
-        sent = reservation.params
-        assert sent is not None
-        if (sent.n, sent.max_tokens) != (asked.n, asked.max_tokens):
-            ledger.settle(reservation, None)
-            return "the ledger would truncate its samples below the pool's max_tokens"
-        if taken + n > len(lengths):
-            ledger.settle(reservation, None)
-            return f"it needs {taken + n} samples and the pool has {len(lengths)}"
-        batch = tuple(Completion(text="", token_ids=(0,) * k) for k in lengths[taken: taken + n])
-        ledger.settle(reservation, Generation(completions=batch, prompt_tokens=prompt_tokens))
-        taken += n
-        if not p.refill:
-            return taken

@@ -33,6 +33,10 @@ def load_encoder(model: str = EMBEDDED) -> Any:
     import torch
     from sentence_transformers import SentenceTransformer
 
+    if torch.cuda.is_available():
+        # Beside a GPU engine the encoder must not be the slow part of an ETS round: ~5 ms per step text on
+        # one CPU thread (benchmarks/harness.py) is more than the engine takes to write it.
+        return SentenceTransformer(model, device="cuda")
     # The encoder runs beside a CPU engine that already uses every core: one thread embeds 16 steps in
     # 0.09 s, where torch's default (a thread per core) took 1.3 s under that contention.
     torch.set_num_threads(1)

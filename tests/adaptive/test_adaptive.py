@@ -169,3 +169,15 @@ def test_a_routed_strategy_gets_the_task_defaults_its_sweep_cell_ran_with(tmp_pa
     assert (p.n, p.max_tokens) == (2, 512)
     assert routed_params(fn, {"max_tokens": "64"}, task=math, budget=Budget(limit=4096)).max_tokens == 64
     assert routed_params(fn, {}, task=load_task("arithmetic"), budget=Budget(limit=4096)).max_tokens == 256
+    assert routed_params(fn, {}, task=None, budget=Budget(limit=4096)).max_tokens == 256  # no suggestions asked
+
+
+def test_adaptive_passes_task_suggestions_on_only_for_runs_and_policies_made_with_them(tmp_path: Path) -> None:
+    from ttscale.runner import RunSpec, prepare
+
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
+    spec = RunSpec(strategy="adaptive", task=f"jsonl:{data}")
+    assert prepare(spec).params.task_defaults is True  # a new run
+    assert prepare(spec, task_defaults=False).params.task_defaults is False  # a resumed run made before them
+    assert prepare(spec).identity()["params"]["task_defaults"] is True  # a resume compares it

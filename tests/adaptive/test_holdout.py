@@ -172,10 +172,24 @@ def holdout_sweep(tmp_path: Path, *, holdout: int) -> tuple[SweepSpec, Path, See
     return spec, root, engine
 
 
+def test_the_held_out_pool_samples_with_the_max_tokens_its_candidates_ran(tmp_path: Path) -> None:
+    from ttscale.sweep import GridEntry, SweepSpec
+
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
+    # MATH-style: no max_tokens in the grid, so the task's 2048 capped at the largest budget (1024) applies.
+    spec = SweepSpec(grid=(GridEntry.parse("best_of_n n=4"),), budgets=("512", "1024"), task=f"jsonl:{data}",
+                     holdout=8)
+    [cell] = holdout_cells(spec)
+    assert cell.params["max_tokens"] == "1024" and cell.budget == str(8 * 1024)
+
+
 def test_the_held_out_pool_shares_no_sample_with_any_candidate(tmp_path: Path) -> None:
     spec, root, _ = holdout_sweep(tmp_path, holdout=8)
     [cell] = holdout_cells(spec)
-    assert cell.params == {"n": "8", "max_tokens": "40"} and cell.id.startswith("holdout-")
+    # The candidates' sampling settings, resolved as their largest-budget cell ran them.
+    assert cell.params == {"n": "8", "max_tokens": "40", "temperature": "0.8", "top_p": "1.0"}
+    assert cell.id.startswith("holdout-")
     assert cell.id not in {c.id for c in spec.cells()}  # not a candidate: no outcome, no policy choice
     held = {r["id"]: r for r in cell_dir(root, cell).records()}
     assert all(len(r["samples"]) == 8 for r in held.values())
@@ -215,6 +229,7 @@ def test_difficulty_reads_the_probe_and_pass1_from_disjoint_parts_of_the_held_ou
         difficulty(results, probe_n=8)
     policy = learn_from_sweep(root, options=LearnOptions(bins="verifier", n_bins=2), probe_n=3)
     assert policy["difficulty_source"] == "holdout" and "leakage" not in policy
+    assert policy["task_defaults"] is True  # its cells ran with the task's suggestions: adaptive routes alike
     saved = policy["cross_validation"]["tokens_saved"]
     assert saved["baseline"].startswith("verifier-weighted") and set(saved["budgets"]) == {"160", "320"}
 

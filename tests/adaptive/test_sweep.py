@@ -245,3 +245,38 @@ def test_an_s_v_sweep_compares_sc_and_genrm_on_ledger_tokens(tmp_path: Path) -> 
         assert all(b["mean_tokens"] <= level["tokens"] for b in level["best"].values())
     assert set(matched[-1]["best"]) == {"genrm", "self_consistency"}
     assert "best at matched compute" in format_matched(matched)
+
+
+def test_a_cell_whose_parameters_differ_from_its_source_is_run_not_derived(tmp_path: Path) -> None:
+    # A MATH-style task suggests max_tokens 2048, capped at each budget: the 1024 cell samples with a lower cap
+    # than the 8192 pool, so replaying the pool would hand it samples longer than it may draw.
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
+    spec = SweepSpec(grid=(GridEntry.parse("self_consistency"),), budgets=("1024", "8192"), task=f"jsonl:{data}",
+                     engine=engine_config(tmp_path))
+    root = tmp_path / "sw"
+    create_sweep(spec, root, command=["test"])
+    lines: list[str] = []
+    engine = PoolReplayEngine([(1500, "The answer is \\boxed{1}.", -0.1)] * 40)
+    asyncio.run(run_sweep(spec, root, engine=engine, progress=False, log=lines.append))
+    low = next(c for c in spec.cells() if c.budget == "1024")
+    assert any("cannot be derived (the source ran with other parameters (max_tokens: 2048 vs 1024))" in line
+               for line in lines)
+    config = json.loads((cell_dir(root, low).path / "config.json").read_text())
+    assert config["identity"]["params"]["max_tokens"] == 1024 and "derived_from" not in config["environment"]["engine"]
+    assert all(r.max_tokens <= 1024 for r in engine.requests[-1:])
+
+
+def test_a_sweep_made_before_task_defaults_keeps_running_without_them(tmp_path: Path) -> None:
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
+    spec = SweepSpec(grid=(GridEntry.parse("self_consistency"),), budgets=("4096",), task=f"jsonl:{data}",
+                     engine=engine_config(tmp_path))
+    stored = spec.to_dict()
+    assert stored["task_defaults"] is True
+    del stored["task_defaults"]  # sweep.json as written before them
+    old = SweepSpec.from_dict(stored)
+    from ttscale.sweep import prepare_cell
+
+    assert prepare_cell(old, old.cells()[0], tmp_path).params.max_tokens == 256
+    assert prepare_cell(spec, spec.cells()[0], tmp_path).params.max_tokens == 2048

@@ -291,3 +291,19 @@ def fresh(reference: str) -> ScriptedGenRM:
                 ("Hm." + ASK + " No", {"N": 0.6, "Y": 0.4})],
     }
     return sim
+
+
+def test_lambda_is_measured_on_genrms_own_requests_not_on_a_probe_before_it() -> None:
+    from ttscale.types import SamplingParams
+
+    sim = SimulatedArithmeticPolicy(seed=0)
+    ctx = make_context(sim, "6k")
+    # What `adaptive` does first: a probe charged to the same ledger as policy tokens.
+    asyncio.run(ctx.generate(ctx.prompt(), SamplingParams(n=4, max_tokens=64)))
+    probed = asyncio.run(genrm(ctx.problem, ctx, parse_params(GenRMParams, {"max_tokens": "64", "verify_tokens": "48",
+                                                                               "n": "2", "verifications": "2"})))
+    solutions = [s.num_tokens for s in probed.samples]
+    chains = [c[1] + c[2] for per in probed.info["chains"] for c in per]
+    assert probed.info["solution_tokens_mean"] == pytest.approx(sum(solutions) / len(solutions), abs=1e-3)
+    expected = (sum(chains) / len(chains)) / (sum(solutions) / len(solutions))
+    assert probed.info["lambda_measured"] == pytest.approx(expected, abs=1e-5)

@@ -248,7 +248,8 @@ class Search:
         await self.score(pool)
         exhausted = not self.can_expand
         samples = [self._sample(node, exhausted=exhausted) for node in pool]
-        prediction, votes = self._select(samples)
+        # Off the loop: a symbolic merge of the votes waits on grader processes (ttscale.select).
+        prediction, votes = await asyncio.to_thread(self._select, samples)
         self._publish()
         details: dict[str, Any] = {
             "verifier": self.p.verifier,
