@@ -10,7 +10,8 @@ fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted
   engine's busy and idle time over the wall time; idle is what the harness made it wait;
 - `--profile NAME`: the top functions by own time for one strategy's zero-cost run;
 - `--scale`: best-of-N at 100 / 1,000 / 10,000 problems, time and peak memory per problem;
-- `--resume N`: a run of N problems with N-1 finished, resumed: the time to find and run the last one.
+- `--resume N`: a run of N problems with N-1 finished, resumed: the time to find and run the last one;
+- `--ilp`: ETS's clustering + ILP per round at widths 16, 64 and 256 (the encoder apart).
 The machine is printed first: numbers from different machines do not compare.
 """
 
@@ -105,6 +106,33 @@ def scale(sizes: list[int]) -> None:
               f"peak {peak / size / 1024:7.1f} KiB/problem (traced Python memory; {m.seconds:.1f} s)")
 
 
+def ilp_rounds(widths: list[int], *, rounds: int = 20) -> None:
+    """ETS's per-round selection alone: clustering + the ILP over a frontier of `width` paths of 6 steps
+    (random unit embeddings of dimension 384, as the shipped encoder's; the encoder's own time is apart)."""
+    import numpy as np
+
+    from ttscale.search.ets_ilp import select_nodes
+    from ttscale.verifiers.embeddings import cluster
+
+    rng = np.random.default_rng(0)
+    print("ETS selection per round (clustering + ILP, no encoder):")
+    for width in widths:
+        times = []
+        for _ in range(rounds):
+            # A tree: 4 roots, each path shares its first steps with the paths of its group.
+            paths = [[g % 4, 4 + g % 16, 20 + g % 32, 100 + i, 1000 + i, 2000 + i] for i, g in enumerate(range(width))]
+            costs = {node: 40.0 for path in paths for node in path}
+            vectors = rng.normal(size=(width, 384))
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            start = time.perf_counter()
+            labels = cluster(vectors, threshold=0.05)
+            select_nodes(paths=paths, costs=costs, outcome=list(rng.random(width)), clusters=labels,
+                         lambda_c=1.0, lambda_s=1.5)
+            times.append(time.perf_counter() - start)
+        times = sorted(times[1:])  # the first round imports and warms the solver
+        print(f"  width {width:>4}: median {1e3 * times[len(times) // 2]:7.2f} ms, max {1e3 * times[-1]:7.2f} ms")
+
+
 def resume(size: int) -> None:
     spec = spec_for("best_of_n", problems=size, width=16, budget="8k")
     with tempfile.TemporaryDirectory() as out:
@@ -128,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", action="store_true", help="best-of-N at 100, 1,000 and 10,000 problems")
     parser.add_argument("--resume", type=int, metavar="N", help="resume a run of N problems with N-1 finished")
     parser.add_argument("--no-share", action="store_true", help="skip the runs against the H100 rate model")
+    parser.add_argument("--ilp", action="store_true", help="ETS's selection per round at widths 16, 64, 256")
     args = parser.parse_args(argv)
     print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}; "
           "engine: ttscale.testing.LatencyEngine (a simulator)")
@@ -152,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         scale([100, 1_000, 10_000])
     if args.resume:
         resume(args.resume)
+    if args.ilp:
+        ilp_rounds([16, 64, 256])
     return 0
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -117,17 +117,25 @@ def select_nodes(
     for label in labels:
         gain[z_at[label]] = lambda_s / k
 
-    rows: list[np.ndarray] = []
+    # The constraint matrix as sparse triplets: each row touches a handful of columns, and a dense matrix of
+    # (paths × steps)² entries was most of the solve's time at width 64 (benchmarks/harness.py --ilp).
+    entries: tuple[list[int], list[int], list[float]] = ([], [], [])
     lower: list[float] = []
     upper: list[float] = []
 
     def add(coefficients: dict[int, float], lo: float, hi: float) -> None:
-        row = np.zeros(size)
+        row = len(lower)
         for column, value in coefficients.items():
-            row[column] += value
-        rows.append(row)
+            entries[0].append(row)
+            entries[1].append(column)
+            entries[2].append(value)
         lower.append(lo)
         upper.append(hi)
+
+    def matrix() -> Any:
+        from scipy.sparse import csr_array
+
+        return csr_array((entries[2], (entries[0], entries[1])), shape=(len(lower), size))
 
     under: dict[K, list[int]] = {node: [] for node in nodes}
     for i, path in enumerate(paths):
@@ -146,7 +154,7 @@ def select_nodes(
     options = {"mip_rel_gap": 0.0, "presolve": True}
     first = milp(
         -gain,
-        constraints=LinearConstraint(np.array(rows), lower, upper),
+        constraints=LinearConstraint(matrix(), lower, upper),
         integrality=integrality,
         bounds=bounds,
         options=options,
@@ -155,14 +163,12 @@ def select_nodes(
         raise RuntimeError(f"ETS node selection failed: {first.message}")
     best = float(gain @ np.round(first.x))
     # Second solve: among the optimal selections, the one that keeps the most candidates.
-    rows.append(gain.copy())
-    lower.append(best - TIE_TOLERANCE * max(1.0, abs(best)))
-    upper.append(np.inf)
+    add({j: float(g) for j, g in enumerate(gain) if g != 0.0}, best - TIE_TOLERANCE * max(1.0, abs(best)), np.inf)
     count = np.zeros(size)
     count[:n] = 1.0
     second = milp(
         -count,
-        constraints=LinearConstraint(np.array(rows), lower, upper),
+        constraints=LinearConstraint(matrix(), lower, upper),
         integrality=integrality,
         bounds=bounds,
         options=options,
