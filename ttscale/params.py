@@ -71,6 +71,8 @@ def task_defaults(cls: type[Any], *, task: Any, budget: Any) -> dict[str, Any]:
     out = {k: v for k, v in suggested.items() if k in names}
     if "max_tokens" in out and getattr(budget, "unit", None) == "tokens":
         out["max_tokens"] = max(1, min(int(out["max_tokens"]), int(budget.limit)))
+    if "task_defaults" in names:  # a strategy that routes to others (adaptive) passes the suggestions on
+        out["task_defaults"] = True
     return out
 
 

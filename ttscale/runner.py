@@ -8,7 +8,6 @@ loses nothing and `resume` redoes only what was unfinished.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -150,12 +149,10 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     fn = STRATEGIES.get(name)
     budget = Budget.parse(spec.budget)
     task = load_task(spec.task, **spec.task_options)
+    cls = params_class(fn)
     if task_defaults:
-        cls = params_class(fn)
-        # A strategy that routes to others (adaptive) is told to pass the suggestions on.
-        routes = {"task_defaults": True} if any(f.name == "task_defaults" for f in dataclasses.fields(cls)) else {}
-        spec = replace(spec, params={**routes, **suggested_params(cls, task=task, budget=budget), **spec.params})
-    params = parse_params(params_class(fn), spec.params)
+        spec = replace(spec, params={**suggested_params(cls, task=task, budget=budget), **spec.params})
+    params = parse_params(cls, spec.params)
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")

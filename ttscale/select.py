@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from ttscale.types import Sample
 
@@ -19,11 +17,16 @@ def normalize_answer(answer: str) -> str:
     These are the pairs the grader's fast path calls equal (`math_equal` agrees on every one), found
     in microseconds: a 256-sample pool is grouped without a symbolic engine.
     """
+    return _keyed(answer)[0]
+
+
+def _keyed(answer: str) -> tuple[str, bool]:
+    """(the vote key, whether the answer is an exact number: such keys are never compared symbolically)."""
     from ttscale.verifiers.canonical import canonical, exact_number
 
     form = canonical(answer[:_MAX_KEY])
     number = exact_number(form)
-    return str(number[0]) if number is not None else form
+    return (str(number[0]), True) if number is not None else (form, False)
 
 
 _MAX_KEY = 10_000
@@ -71,27 +74,22 @@ def _vote(samples: Sequence[Sample], *, weighted: bool) -> tuple[str | None, dic
     for i, sample in enumerate(samples):
         if sample.answer is None or (weighted and sample.score is None):
             continue
-        key = normalize_answer(sample.answer)
+        key, is_number = _keyed(sample.answer)
         if not key:
             continue
-        if weighted and sample.score is not None and sample.score < 0:
-            raise ValueError(f"weighted_vote needs scores ≥ 0, got {sample.score}")
-        totals[key] += sample.score if weighted and sample.score is not None else 1.0
+        weight = sample.score if weighted and sample.score is not None else 1.0
+        if weight < 0:
+            raise ValueError(f"weighted_vote needs scores ≥ 0, got {weight}")
+        totals[key] += weight
         if key not in first_seen:
             first_seen[key], shown[key] = i, sample.answer
-            if _is_literal(sample.answer):
+            if is_number:
                 literal.add(key)
     if not totals:
         return None, {}
     _merge_symbolic(totals, first_seen, shown, literal)
     best = min(totals, key=lambda k: (-totals[k], first_seen[k]))
     return shown[best], dict(totals)
-
-
-def _is_literal(answer: str) -> bool:
-    from ttscale.verifiers.canonical import canonical, exact_number
-
-    return exact_number(canonical(answer[:_MAX_KEY])) is not None
 
 
 def _merge_symbolic(
@@ -105,9 +103,11 @@ def _merge_symbolic(
     """
     ranked = sorted(totals, key=lambda k: (-totals[k], first_seen[k]))[: SYMBOLIC.groups]
     pairs = [(a, b) for i, b in enumerate(ranked) for a in ranked[:i] if not (a in literal and b in literal)]
-    if not pairs or not _math_verify_installed():
+    from ttscale.verifiers.grading import math_equal_many, math_verify_available
+
+    # Without math-verify (a bare install) votes keep the exact-value keys: still correct, less merged.
+    if not pairs or not math_verify_available():
         return
-    from ttscale.verifiers.grading import math_equal_many
 
     verdicts = math_equal_many(
         [(shown[b], shown[a]) for a, b in pairs], timeout=SYMBOLIC.pair_timeout, within=SYMBOLIC.within
@@ -121,12 +121,6 @@ def _merge_symbolic(
             continue
         totals[leader] += totals.pop(key)
         first_seen[leader] = min(first_seen[leader], first_seen.pop(key))
-
-
-@cache
-def _math_verify_installed() -> bool:
-    # Without math-verify (a bare install) votes keep the exact-value keys: still correct, less merged.
-    return importlib.util.find_spec("math_verify") is not None
 
 
 def best_scored(samples: Sequence[Sample]) -> Sample | None:

@@ -157,8 +157,8 @@ class RunDir:
         return set(self._read.first)
 
     # -- internals ------------------------------------------------------------------------------
-    def _read_lines(self) -> tuple[list[dict[str, Any]], int]:
-        """Parsed complete lines and the byte length they span (a bad last line is a torn write).
+    def _read_lines(self) -> int:
+        """Parse the whole lines into `self._read`; returns the bytes they span (a bad last line is a torn write).
 
         Incremental: the lines parsed by an earlier call are kept, and only bytes appended since are
         read, so a resume (and every summary after it) parses each line of a long run once. A file
@@ -169,14 +169,14 @@ class RunDir:
             stat = path.stat()
         except FileNotFoundError:
             self._read = _ReadState()
-            return [], 0
+            return 0
         except OSError as exc:
             raise storage_error(exc, path, "read") from None
         state = self._read
         if (stat.st_dev, stat.st_ino) != state.file or stat.st_size < state.good:
             state = self._read = _ReadState(file=(stat.st_dev, stat.st_ino))
         if stat.st_size == state.good:
-            return state.records, state.good
+            return state.good
         bad_line = 0
         try:
             with open(path, "rb") as handle:
@@ -194,13 +194,13 @@ class RunDir:
                     state.add(record, len(raw))
         except OSError as exc:
             raise storage_error(exc, path, "read") from None
-        return state.records, state.good
+        return state.good
 
     def _repair_results(self) -> None:
         path = self.path / RESULTS
         if not path.is_file():
             return
-        _, good = self._read_lines()
+        good = self._read_lines()
         try:
             if good < path.stat().st_size:
                 with open(path, "r+b") as handle:
@@ -215,7 +215,6 @@ class _ReadState:
     def __init__(self, file: tuple[int, int] | None = None) -> None:
         self.file = file
         """(device, inode) of the file these lines came from."""
-        self.records: list[dict[str, Any]] = []
         self.first: dict[str, dict[str, Any]] = {}
         """The first record of each problem id."""
         self.good = 0
@@ -223,7 +222,6 @@ class _ReadState:
         self.lines = 0
 
     def add(self, record: dict[str, Any], size: int) -> None:
-        self.records.append(record)
         self.first.setdefault(str(record.get("id")), record)
         self.good += size
         self.lines += 1

@@ -294,11 +294,16 @@ def _check_timeout(timeout: float) -> None:
 _MATH_VERIFY: bool | None = None
 
 
-def _require_math_verify() -> None:
+def math_verify_available() -> bool:
+    """Whether math-verify is installed (looked up once)."""
     global _MATH_VERIFY
     if _MATH_VERIFY is None:
         _MATH_VERIFY = importlib.util.find_spec("math_verify") is not None
-    if not _MATH_VERIFY:
+    return _MATH_VERIFY
+
+
+def _require_math_verify() -> None:
+    if not math_verify_available():
         raise GraderUnavailableError(
             "grading math answers needs math-verify: pip install 'math-verify>=0.7' "
             "(it comes with ttscale[cpu] and ttscale[gpu])"

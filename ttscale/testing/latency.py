@@ -179,7 +179,8 @@ class LatencyEngine(CharTokenizer):
         script = self._script
         steps = [rng.choice(script.steps) for _ in range(rng.randint(1, self.max_steps))]
         text = "".join(steps) + rng.choice(script.answers)
-        cut, reason, eos = len(text), "stop", True
+        cut, eos = len(text), True
+        finish: FinishReason = "stop"
         for stop in params.stop:
             at = text.find(stop)
             if 0 <= at < cut:
@@ -188,12 +189,11 @@ class LatencyEngine(CharTokenizer):
         tokens = [ord(c) + _OFFSET for c in kept] + ([EOS] if eos else [])
         shown = text[:cut]
         if len(tokens) > params.max_tokens:
-            tokens, reason = tokens[: params.max_tokens], "length"
+            tokens, finish = tokens[: params.max_tokens], "length"
             shown = "".join(chr(t - _OFFSET) for t in tokens if t != EOS)[: len(shown)]
         logprobs = tuple(-0.5 * rng.random() for _ in tokens) if params.logprobs is not None else None
         top = (tuple({self.detokenize([t]): lp} for t, lp in zip(tokens, logprobs, strict=True))
                if logprobs is not None and params.logprobs else None)
-        finish: FinishReason = "length" if reason == "length" else "stop"
         return Completion(text=shown, token_ids=tuple(tokens), logprobs=logprobs, top_logprobs=top,
                           finish_reason=finish)
 
