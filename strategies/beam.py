@@ -59,6 +59,7 @@ async def beam(problem: Problem, ctx: Context, p: BeamParams) -> Answer:
         active = [c for c in candidates if not c.terminal]
         if len(finished) >= n or not active or not search.can_expand:
             break
+        search.selection_round(active)
         beams = search.top(active, keep)
         shares = [n // len(beams) + (i < n % len(beams)) for i in range(len(beams))]  # M each, or padded to N
         last = max(b.depth for b in beams) + 1 >= p.max_steps

@@ -52,6 +52,7 @@ async def dvts(problem: Problem, ctx: Context, p: DVTSParams) -> Answer:
         open_ = [(i, head) for i, head in enumerate(heads) if head is not None and not head.terminal]
         if not open_ or not search.can_expand:
             break
+        search.selection_round([c for group in groups for c in group if not c.terminal])
         last = max(head.depth for _, head in open_) + 1 >= p.max_steps
         expanded = await search.expand([head for _, head in open_], width, to_end=last)
         if not any(expanded):

@@ -57,6 +57,7 @@ async def rebase(problem: Problem, ctx: Context, p: RebaseParams) -> Answer:
         if left <= 0 or not open_ or not search.can_expand:
             frontier = [node for node, _ in open_]
             break
+        search.selection_round([node for node, _ in open_])
         counts = allocate([value for _, value in open_], left, temperature=p.temperature_b)
         groups = await search.expand([node for node, _ in open_], counts)
         children = [child for group in groups for child in group]

@@ -9,14 +9,14 @@ writes to a temporary directory and renames it into place, so a reader never see
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
+
+from filelock import FileLock
 
 EMBEDDED = "embedded"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
@@ -87,7 +87,7 @@ def prepare_embedded() -> Path:
     if _complete(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f".{target.name}.lock"):
+    with FileLock(target.parent / f".{target.name}.lock"):
         if _complete(target):  # another process finished while we waited
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
@@ -105,16 +105,6 @@ def prepare_embedded() -> Path:
 
 def _complete(folder: Path) -> bool:
     return (folder / ".complete").is_file()
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:

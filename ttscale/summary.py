@@ -73,7 +73,7 @@ def _tree_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
     trees = [lg["tree"] for lg in ledgers if isinstance(lg.get("tree"), dict)]
     if not trees:
         return {}
-    keys = ("peak_unique_kv_tokens", "steps", "nodes", "verifier_calls")
+    keys = ("peak_unique_kv_tokens", "reference_kv_tokens", "steps", "nodes", "verifier_calls")
     return {f"mean_tree_{k}": sum(float(t.get(k, 0)) for t in trees) / len(trees) for k in keys}
 
 

@@ -2,7 +2,7 @@
 
 - `PoolReplayEngine` serves a fixed list of pre-drawn completions in order, whatever the request, so a
   run at a small budget and a derivation from a big run's stored pool can be compared sample for sample.
-- `SeededSimulator` is tests/search/simulator.py's scripted arithmetic policy, accepting the per-request
+- `SeededSimulator` is ttscale.testing.policy's scripted arithmetic policy, accepting the per-request
   seed the runner sends (it ignores it: its own RNG is seeded once).
 - `synthetic_outcomes` builds a sweep table whose best candidate per bin is known by construction.
 
@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator import SimulatedArithmeticPolicy
-
 from ttscale import STRATEGIES
 from ttscale.budget import Budget
 from ttscale.difficulty import Features, ProbeSettings
@@ -29,6 +27,7 @@ from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class, parse_params
 from ttscale.policy import Difficulty, LearnOptions, Outcome, learn_policy
 from ttscale.runner import Meters, Prepared, RunSpec
+from ttscale.testing.policy import SimulatedArithmeticPolicy
 from ttscale.types import Completion, FinishReason, Generation, Problem, SamplingParams
 
 REPO = Path(__file__).resolve().parents[2]

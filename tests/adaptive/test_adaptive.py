@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sim import SeededSimulator, prepared_for, synthetic_policy
 
+from tests.adaptive.sim import SeededSimulator, prepared_for, synthetic_policy
 from ttscale.budget import Budget
 from ttscale.cli_sweep import with_total_budget
 from ttscale.difficulty import ProbeSettings

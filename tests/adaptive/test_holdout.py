@@ -12,8 +12,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sim import CANDIDATES, PER_BIN, SeededSimulator, engine_config, synthetic_outcomes, synthetic_problems
 
+from tests.adaptive.sim import (
+    CANDIDATES,
+    PER_BIN,
+    SeededSimulator,
+    engine_config,
+    synthetic_outcomes,
+    synthetic_problems,
+)
 from ttscale.cli import main
 from ttscale.cli_sweep import load_results
 from ttscale.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
@@ -250,8 +257,7 @@ def test_a_policy_needs_the_held_out_pool_it_is_told_to_use(tmp_path: Path,
 def test_a_verifier_bin_policy_routes_a_live_problem_by_its_probes_verifier_score(tmp_path: Path) -> None:
     import json
 
-    from sim import prepared_for
-
+    from tests.adaptive.sim import prepared_for
     from ttscale.difficulty import ProbeSettings
     from ttscale.runner import solve
 

@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim import BEST, CANDIDATES, PER_BIN, RATES, synthetic_difficulty, synthetic_outcomes, synthetic_policy
 
+from tests.adaptive.sim import (
+    BEST,
+    CANDIDATES,
+    PER_BIN,
+    RATES,
+    synthetic_difficulty,
+    synthetic_outcomes,
+    synthetic_policy,
+)
 from ttscale.difficulty import Features
 from ttscale.policy import LearnOptions, Outcome, Policy, learn_policy
 from ttscale.strategies.adaptive import Allocator, plan_budget

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sim import GenRMReplayEngine, PoolReplayEngine, SeededSimulator, engine_config, prepared_for
 
+from tests.adaptive.sim import GenRMReplayEngine, PoolReplayEngine, SeededSimulator, engine_config, prepared_for
 from ttscale.cli import main
 from ttscale.cli_sweep import learn_from_sweep, load_results, outcomes
 from ttscale.policy import LearnOptions

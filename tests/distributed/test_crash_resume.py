@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
-from stub_server import Reply, StubServer, completion, model_list
+from tests.hostile.stub_server import Reply, StubServer, completion, model_list
 
 PROBLEMS = 40
 

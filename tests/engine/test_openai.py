@@ -22,12 +22,10 @@ from typing import Any
 
 import pytest
 
+from tests.hostile.stub_server import Reply, StubServer, hang, json_reply
 from ttscale.engine.base import EngineFatalError
 from ttscale.engine.openai import OpenAIConfig, OpenAIEngine, RequestError
 from ttscale.types import SamplingParams
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
-from stub_server import Reply, StubServer, hang, json_reply
 
 pytestmark = pytest.mark.slow
 

@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stub_server import Reply, StubServer, completion, json_reply, model_list
+from tests.hostile.stub_server import Reply, StubServer, completion, json_reply, model_list
 
 HERE = Path(__file__).resolve().parent
 CASES = [json.loads(line) for line in (HERE / "cases.jsonl").read_text(encoding="utf-8").splitlines() if line]

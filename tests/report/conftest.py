@@ -1,15 +1,10 @@
-"""Make the SYNTHETIC run-directory builder (report_synthetic.py) importable, and share a set of its runs."""
+"""Report tests: a shared set of SYNTHETIC runs (tests/report/report_synthetic.py builds them)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 #: Per-level sample accuracy that majority voting can exploit (plurality beats scattered wrong answers).
 VOTABLE = (0.8, 0.5, 0.35, 0.2, 0.05)
@@ -18,7 +13,7 @@ VOTABLE = (0.8, 0.5, 0.35, 0.2, 0.05)
 @pytest.fixture(scope="session")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Synthetic runs: self-consistency at four token budgets, best-of-N at two of them, 20 problems each."""
-    from report_synthetic import make_run
+    from tests.report.report_synthetic import make_run
 
     root = tmp_path_factory.mktemp("sweep")
     for budget in ("128", "256", "1k", "2k"):

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from report_synthetic import make_run
 
+from tests.report.report_synthetic import make_run
 from ttscale.report import Chart, accuracy_vs_budget, coverage_vs_samples, load_runs, pareto_vs_cost
 from ttscale.report.svg import human
 

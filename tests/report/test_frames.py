@@ -10,9 +10,9 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from report_synthetic import make_run
 
 import ttscale
+from tests.report.report_synthetic import make_run
 from ttscale.budget import Budget, Ledger
 from ttscale.evals.metrics import pass_at_k, wilson_interval
 from ttscale.report import RunLoadError, load_runs, pass_at_k_table, run_table

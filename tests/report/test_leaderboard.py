@@ -6,8 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
-from report_synthetic import make_run
 
+from tests.report.report_synthetic import make_run
 from ttscale.report import budget_matched, leaderboard, load_runs
 
 

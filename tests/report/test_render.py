@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_synthetic import make_run
 
+from tests.report.report_synthetic import make_run
 from ttscale.cli import main
 from ttscale.report import load_runs, render_html, render_markdown
 

@@ -8,9 +8,9 @@ import random
 from typing import Any
 
 import pytest
-from simulator import SimulatedArithmeticPolicy, make_context
 
 from ttscale import VERIFIERS
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 from ttscale.verifiers.arithmetic import ArithmeticVerifier
 from ttscale.verifiers.base import Verifier
 from ttscale.verifiers.noisy_oracle import NoisyOracle

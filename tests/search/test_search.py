@@ -1,4 +1,4 @@
-"""The Search object on the SIMULATED policy (tests/search/simulator.py): batching, prefixes, budget, stats."""
+"""The Search object on the SIMULATED policy (ttscale.testing.policy): batching, prefixes, budget, stats."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from simulator import SimulatedArithmeticPolicy, make_context
 
 from ttscale.search import Search, SearchParams
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 from ttscale.types import Answer
 
 

@@ -111,3 +111,25 @@ def test_unique_kv_equals_the_brute_force_union_of_prefixes(
     live = [tree.nodes[i % len(tree.nodes)] for i in live_picks]
     assert tree.unique_tokens(live) == _brute_force_union(tree, live)
     assert tree.unique_tokens(tree.nodes) == _brute_force_union(tree, tree.nodes)
+
+
+def test_reference_kv_counts_nodes_as_the_ets_reference_code_does() -> None:
+    # prompt (5 tokens) -> a (3) -> {b (2), c (4)}; a -> d (1) -> e (6); and f (3), a sibling of a
+    # whose step is the same tokens as a: the reference counts it as a node of its own.
+    tree = Tree(_ids("Q: 1?"))
+    a = tree.add(tree.root, _ids("a=1"), text="a=1")
+    b = tree.add(a, _ids("b="), text="b=")
+    c = tree.add(a, _ids("c=12"), text="c=12")
+    d = tree.add(a, _ids("d"), text="d")
+    e = tree.add(d, _ids("e=1234"), text="e=1234")
+    f = tree.add(tree.root, _ids("a=1"), text="a=1")
+    # By hand, the reference's rule: the candidates' own steps + each distinct ancestor's step, no prompt.
+    # Round 1 over {b, c, e, f}: own 2 + 4 + 6 + 3 = 15; ancestors a (3) and d (1), once each = 4.
+    assert tree.reference_kv([b, c, e, f]) == 19
+    # Round 2 over {c}: own 4 + ancestor a 3 = 7. A candidate listed twice counts twice (per candidate).
+    assert tree.reference_kv([c]) == 7
+    assert tree.reference_kv([c, c]) == 11
+    assert tree.stats()["reference_kv_tokens"] == 19 + 7 + 11
+    assert tree.stats()["reference_kv_tokens_per_round"] == [19, 7, 11]
+    # Our exact count merges identical prefixes and includes the prompt: f shares a's tokens.
+    assert tree.unique_tokens([b, c, e, f]) == 5 + 3 + 2 + 4 + 1 + 6

@@ -1,4 +1,4 @@
-"""Budget truthfulness of EVERY registered strategy, on the SIMULATED policy (tests/search/simulator.py).
+"""Budget truthfulness of EVERY registered strategy, on the SIMULATED policy (ttscale.testing.policy).
 
 For random budgets and path lengths: the ledger never passes the budget, and it reports exactly
 the tokens the policy produced (search-and-learn's beam search reports 0 and its DVTS −1; a
@@ -14,10 +14,10 @@ import dataclasses
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simulator import SimulatedArithmeticPolicy, make_context
 
 from ttscale import STRATEGIES
 from ttscale.params import params_class, parse_params
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 NAMES = STRATEGIES.names()
 

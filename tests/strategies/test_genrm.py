@@ -1,5 +1,5 @@
 """The `genrm` strategy: the S/V split from the budget, and runs on the SIMULATED policy, whose judge
-answers "Y"/"N" with a known accuracy (tests/search/simulator.py). The real engine: test_engine_search.py.
+answers "Y"/"N" with a known accuracy (ttscale.testing.policy). The real engine: test_engine_search.py.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import math
 from typing import Any
 
 import pytest
-from simulator import SimulatedArithmeticPolicy, make_context
 
 from ttscale.context import Context
 from ttscale.params import parse_params
 from ttscale.strategies.genrm import GenRMParams, budget_split, genrm, plan_verifications
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 from ttscale.types import Answer
 
 

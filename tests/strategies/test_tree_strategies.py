@@ -1,4 +1,4 @@
-"""Tree strategies on the SIMULATED policy (tests/search/simulator.py): shapes, stopping rules, verifier use.
+"""Tree strategies on the SIMULATED policy (ttscale.testing.policy): shapes, stopping rules, verifier use.
 
 Pure logic, milliseconds per run. What vLLM does with them is tested in test_engine_search.py.
 """
@@ -9,10 +9,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from simulator import SimulatedArithmeticPolicy, make_context
 
 from ttscale import STRATEGIES
 from ttscale.params import params_class, parse_params
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 TREE_STRATEGIES = ["beam", "dvts", "rebase", "ets", "astar", "particle_filter"]
 ORACLE = "noisy_oracle:noise=0"
@@ -210,3 +210,28 @@ def test_with_one_step_allowed_the_first_iteration_is_the_last(name: str) -> Non
     answer, ledger, sim = run_sim(name, n=8, width=4, max_steps=1, policy={"p_intro": 1.0, "p_recheck": 1.0})
     assert len(sim.requests) == 1 and sim.requests[0]["stop"] == ()
     assert ledger["tree"]["nodes_per_depth"] == [8] and all(s.finish_reason == "stop" for s in answer.samples)
+
+
+def test_ets_records_each_round_in_the_papers_terms() -> None:
+    policy = {"p_intro": 1.0, "p_recheck": 0.8}
+    ets, ets_ledger, _ = run_sim("ets", index=2, seed=2, policy=policy, n=16, verifier=ORACLE_03, lambda_c=4)
+    rounds = ets.info["rounds"]
+    assert rounds and len(rounds) == ets.info["ilp_rounds"]
+    assert all(1 <= r["kept"] <= r["candidates"] and r["clusters"] <= r["candidates"] for r in rounds)
+    tree = ets_ledger["tree"]
+    assert [r["reference_kv"] for r in rounds] == tree["reference_kv_tokens_per_round"]
+    assert tree["reference_kv_tokens"] == sum(r["reference_kv"] for r in rounds)
+    _, rebase_ledger, _ = run_sim("rebase", index=2, seed=2, policy=policy, n=16, verifier=ORACLE_03)
+    assert len(rebase_ledger["tree"]["reference_kv_tokens_per_round"]) >= 1  # REBASE is measured the same way
+
+
+def test_ets_paper_preset_sets_the_reference_configuration() -> None:
+    from ttscale.strategies.ets import ETSParams, paper_lambda_s
+
+    p = ETSParams(preset="paper", n=64, lambda_s=9.0, kv_cost="tokens")
+    assert (p.lambda_s, p.kv_cost, p.temperature, p.step_tokens, p.max_tokens) == (1.4, "nodes", 1.0, 256, 1024)
+    assert ETSParams(preset="paper", n=16).lambda_s == 1.5
+    assert paper_lambda_s(200) == 1.45 and paper_lambda_s(8) == 1.5
+    assert ETSParams(preset="paper").lambda_s == ETSParams().lambda_s  # the width is known at run time only
+    with pytest.raises(ValueError, match="preset must be none or paper"):
+        ETSParams(preset="fast")  # type: ignore[arg-type]

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.verifiers.tiny_prm import STEP_TAG, build_tiny_prm
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
-
-sys.path.insert(0, str(Path(__file__).parent))
-from tiny_prm import STEP_TAG, build_tiny_prm
-
 from ttscale.verifiers.prm import PRM
 
 TASK = ArithmeticTask(levels=(1,), per_level=1)

@@ -120,6 +120,15 @@ class Search:
             return affordable
         return affordable - affordable % multiple_of
 
+    def selection_round(self, candidates: Sequence[Node]) -> None:
+        """Record a selection over `candidates` (the open frontier): the reference KV of the ETS paper.
+
+        Called by a strategy each time it chooses among open nodes, where the reference code calls
+        `get_kv_size`; the sum over rounds is what the ETS paper reports (`Tree.reference_kv`).
+        """
+        self.tree.reference_kv(candidates)
+        self._publish()
+
     # -- expansion --------------------------------------------------------------------------------
     async def expand(
         self, parents: Sequence[Node], n: int | Sequence[int] = 1, *, live: Sequence[Node] = (), to_end: bool = False

@@ -109,6 +109,8 @@ class Tree:
         self.kv_per_step: list[int] = []
         """Unique KV tokens at each observation (one per expansion round)."""
         self.peak_kv = 0
+        self.reference_kv_per_round: list[int] = []
+        """The ETS reference code's KV at each selection (`reference_kv`); its sum is the paper's metric."""
 
     # -- building ---------------------------------------------------------------------------------
     def add(
@@ -167,6 +169,25 @@ class Tree:
         self.peak_kv = max(self.peak_kv, size)
         return size
 
+    def reference_kv(self, candidates: Iterable[Node]) -> int:
+        """The KV the ETS paper reports for one selection round (SqueezeAILab/ETS `Tree.get_kv_size`).
+
+        Per node, not per token prefix: each candidate's own step tokens, plus the step tokens of every
+        distinct ancestor, the prompt left out (the reference's root counts the length of a tokenizer's
+        output dict, 2, not the prompt). Identical sibling steps are two nodes and count twice; a candidate
+        that the selection prunes still counts (the reference sums over all candidates of the round).
+        """
+        own = 0
+        ancestors: dict[int, int] = {}
+        for node in candidates:
+            own += len(node.token_ids)
+            for up in node.ancestors():
+                if up.parent is not None:  # the root: the prompt, left out
+                    ancestors[up.id] = len(up.token_ids)
+        size = own + sum(ancestors.values())
+        self.reference_kv_per_round.append(size)
+        return size
+
     # -- reporting --------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         per_depth: list[int] = []
@@ -182,6 +203,8 @@ class Tree:
             "unique_kv_tokens": self.kv_per_step[-1] if self.kv_per_step else 0,
             "peak_unique_kv_tokens": self.peak_kv,
             "unique_kv_tokens_per_step": list(self.kv_per_step),
+            "reference_kv_tokens": sum(self.reference_kv_per_round),
+            "reference_kv_tokens_per_round": list(self.reference_kv_per_round),
         }
 
     # -- internals --------------------------------------------------------------------------------

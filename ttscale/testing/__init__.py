@@ -1,9 +1,13 @@
 """Simulators for testing and benchmarking without a model: named as such, never a stand-in for vLLM in a claim.
 
-`LatencyEngine` (the Engine protocol over a scripted policy, timed by a `LatencyModel`: zero-cost for the
-harness's ceiling, or a rate model of a GPU engine) lives in `ttscale.testing.latency`.
+- `SimulatedArithmeticPolicy` and `make_context` (`ttscale.testing.policy`): a scripted, seeded arithmetic
+  policy behind the Engine protocol, so a strategy's logic (tree shapes, budgets, selection) is tested in
+  milliseconds — the way plugin authors test a new strategy before it meets an engine.
+- `LatencyEngine` and `LatencyModel` (`ttscale.testing.latency`): the Engine protocol timed by a cost model
+  (zero-cost for the harness's ceiling, or the rates of a GPU engine).
 """
 
 from ttscale.testing.latency import LatencyEngine, LatencyModel
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
-__all__ = ["LatencyEngine", "LatencyModel"]
+__all__ = ["LatencyEngine", "LatencyModel", "SimulatedArithmeticPolicy", "make_context"]

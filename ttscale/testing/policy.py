@@ -2,7 +2,8 @@
 
 It is not a model and not vLLM: it writes arithmetic solutions from a script with seeded
 randomness, so strategy logic (tree shapes, budgets, selection) can be tested in milliseconds.
-Tests that claim anything about vLLM use the real engine (`sync_engine`), never this.
+Tests that claim anything about vLLM use the real engine, never this. Plugin authors can test a
+strategy against it in milliseconds: `make_context(SimulatedArithmeticPolicy(seed=0), "2k")`.
 
 What it imitates of the real engine, because the search plumbing relies on it:
 - a tokenizer (one token per character, EOS = 2) and a chat prompt;
