@@ -11,7 +11,9 @@ fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted
 - `--profile NAME`: the top functions by own time for one strategy's zero-cost run;
 - `--scale`: best-of-N at 100 / 1,000 / 10,000 problems, time and peak memory per problem;
 - `--resume N`: a run of N problems with N-1 finished, resumed: the time to find and run the last one;
-- `--ilp`: ETS's clustering + ILP per round at widths 16, 64 and 256 (the encoder apart).
+- `--ilp`: ETS's clustering + ILP per round at widths 16, 64 and 256 (the encoder apart);
+- `--ray 1,2,4,8`: best-of-N through the Ray pool (`ttscale.distributed`), each worker a separate
+  process whose engine is the H100 rate model: problems/s per worker count, and the speed-up over one.
 The machine is printed first: numbers from different machines do not compare.
 """
 
@@ -26,13 +28,13 @@ import pstats
 import tempfile
 import time
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RunDir
-from ttscale.testing import LatencyEngine, LatencyModel
+from ttscale.testing import LatencyConfig, LatencyEngine, LatencyModel
 
 POOL = ("best_of_n", "self_consistency")
 TREE = ("beam", "rebase", "ets", "astar")
@@ -147,6 +149,45 @@ def resume(size: int) -> None:
               f"{seconds:.2f} s to prepare, read, run the last one and summarize ({m.requests} request)")
 
 
+@dataclass(frozen=True, kw_only=True)
+class SimulatedSpec(RunSpec):
+    """A run whose engine is the latency-model simulator: what every Ray worker starts (pickled by value)."""
+
+    latency: LatencyConfig = field(default_factory=LatencyConfig)
+
+    def engine_config(self) -> Any:
+        return self.latency
+
+
+def ray_scaling(workers: list[int], *, problems: int) -> None:
+    import os
+
+    from ttscale.distributed import DistributedConfig, run_distributed
+
+    model = LatencyModel.h100_1p5b()
+    cores = os.cpu_count() or 1
+    print(f"ray: best_of_n n=16, {problems} problems, each worker a process with the H100 rate model, "
+          f"{cores} cores shared by all workers")
+    base: float | None = None
+    for count in workers:
+        spec = SimulatedSpec(**vars(spec_for("best_of_n", problems=problems, width=16, budget="8k")),
+                             latency=LatencyConfig(model=model, max_steps=6))
+        spec = replace(spec, concurrency=256 * count)  # every worker as full as one alone
+        with tempfile.TemporaryDirectory() as out:
+            run_dir = RunDir(Path(out))
+            prepared = prepare(spec)
+            config = DistributedConfig(workers=count, cpus_per_worker=cores / max(workers))
+            start = time.perf_counter()
+            with run_dir.open_for_writing():
+                summary, _ = asyncio.run(run_distributed(prepared, run_dir, config, progress=False))
+            total = time.perf_counter() - start
+        seconds = float(summary["wall_seconds"])  # the problems alone: Ray's and the workers' start apart
+        rate = problems / seconds
+        base = base or rate
+        print(f"  {count} worker(s): {seconds:7.2f} s  {rate:7.1f} problems/s  {rate / base:5.2f}x one worker  "
+              f"(with start-up {total:.1f} s; {summary.get('errors', 0)} errors)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problems", type=int, default=200)
@@ -157,16 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", type=int, metavar="N", help="resume a run of N problems with N-1 finished")
     parser.add_argument("--no-share", action="store_true", help="skip the runs against the H100 rate model")
     parser.add_argument("--ilp", action="store_true", help="ETS's selection per round at widths 16, 64, 256")
+    parser.add_argument("--ray", metavar="COUNTS", help="Ray workers to compare, e.g. 1,2,4,8 (best-of-N)")
+    parser.add_argument("--ray-problems", type=int, default=2000, help="problems of each --ray run")
+    parser.add_argument("--skip-ceiling", action="store_true", help="only the extra sections asked for")
     args = parser.parse_args(argv)
     print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}; "
           "engine: ttscale.testing.LatencyEngine (a simulator)")
     names = [s for s in args.strategies.split(",") if s]
     budget = f"{args.width * 512}"  # tree searches: N paths of 512 tokens at most
     print(f"ceiling (zero-cost engine), {args.problems} problems, tree width {args.width}:")
-    for name in names:
+    for name in [] if args.skip_ceiling else names:
         print(measure(spec_for(name, problems=args.problems, width=args.width, budget=budget),
                       LatencyModel.zero_cost()).line())
-    if not args.no_share:
+    if not args.no_share and not args.skip_ceiling:
         model = LatencyModel.h100_1p5b()
         print(f"share (H100 1.5B rate model: {model.step_seconds * 1e3:g} ms/step + "
               f"{model.step_seconds_per_seq * 1e6:g} µs/sequence, prefill {model.prefill_tokens_per_s:,.0f} tok/s):")
@@ -183,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         resume(args.resume)
     if args.ilp:
         ilp_rounds([16, 64, 256])
+    if args.ray:
+        ray_scaling([int(c) for c in args.ray.split(",")], problems=args.ray_problems)
     return 0
 
 

@@ -94,3 +94,20 @@ def test_a_bad_model_is_refused() -> None:
         LatencyModel(max_num_seqs=0)
     with pytest.raises(ValueError, match="step times must be ≥ 0"):
         LatencyModel(step_seconds=-1)
+
+
+def test_a_config_with_start_engine_starts_its_own_backend() -> None:
+    # The hook Ray workers and the runner use: any config with an async start_engine() is a backend.
+    from ttscale.engine import start_engine
+    from ttscale.testing import LatencyConfig
+
+    async def go() -> tuple[Any, Generation]:
+        engine = await start_engine(LatencyConfig(seed=5, max_steps=2))
+        try:
+            return engine, await engine.generate(engine.tokenize("Calculate 1 + 2."), SamplingParams(n=2))
+        finally:
+            await engine.close()
+
+    engine, generation = asyncio.run(go())
+    assert isinstance(engine, LatencyEngine) and engine.max_steps == 2
+    assert len(generation.completions) == 2 and engine.requests == 1

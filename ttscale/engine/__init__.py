@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ttscale.engine.base import Engine, EngineConfig, EngineFatalError, Prompt
 from ttscale.engine.loop import BackgroundLoop
@@ -13,11 +13,23 @@ if TYPE_CHECKING:
 BACKENDS = ("vllm", "openai")
 
 
-async def start_engine(config: EngineConfig | OpenAIConfig) -> Engine:
+class EngineStarter(Protocol):
+    """A config that starts a backend of its own (a plugin's, or a simulator of `ttscale.testing`)."""
+
+    async def start_engine(self) -> Engine: ...
+
+
+async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> Engine:
     """Start the engine `config` describes, inside the running event loop.
 
-    An `EngineConfig` starts vLLM in this process; an `OpenAIConfig` connects to a served model.
+    An `EngineConfig` starts vLLM in this process; an `OpenAIConfig` connects to a served model; any
+    other config with an async `start_engine()` method starts its own backend (a plugin's, or a
+    simulator of `ttscale.testing`), so Ray workers and the runner need no change to use it.
     """
+    starter = getattr(config, "start_engine", None)
+    if callable(starter):
+        engine: Engine = await starter()
+        return engine
     if isinstance(config, EngineConfig):
         from ttscale.engine.vllm import VLLMEngine
 
@@ -47,6 +59,7 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "EngineFatalError",
+    "EngineStarter",
     "Prompt",
     "SyncEngine",
     "start_engine",

@@ -7,7 +7,7 @@
   (zero-cost for the harness's ceiling, or the rates of a GPU engine).
 """
 
-from ttscale.testing.latency import LatencyEngine, LatencyModel
+from ttscale.testing.latency import LatencyConfig, LatencyEngine, LatencyModel
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
-__all__ = ["LatencyEngine", "LatencyModel", "SimulatedArithmeticPolicy", "make_context"]
+__all__ = ["LatencyConfig", "LatencyEngine", "LatencyModel", "SimulatedArithmeticPolicy", "make_context"]

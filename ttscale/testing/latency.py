@@ -89,6 +89,21 @@ class LatencyModel:
         return self.step_seconds + self.step_seconds_per_seq * running
 
 
+@dataclass(frozen=True, kw_only=True)
+class LatencyConfig:
+    """What starts a `LatencyEngine` where an engine config is expected (`start_engine`, Ray workers)."""
+
+    model: LatencyModel = field(default_factory=LatencyModel)
+    """The cost model (zero-cost by default)."""
+    seed: int = 0
+    """Seed of the scripted policy."""
+    max_steps: int = 4
+    """Steps of a scripted solution at most."""
+
+    async def start_engine(self) -> LatencyEngine:
+        return LatencyEngine(model=self.model, seed=self.seed, max_steps=self.max_steps)
+
+
 @dataclass
 class _Request:
     remaining: list[int]
