@@ -234,7 +234,7 @@ def derive_record(
     info["derived_from"] = source_id
     return RunRecord(id=problem.id, strategy=name, prediction=prediction, reference=problem.reference,
                      correct=bool(prepared.task.grade(prediction, problem)), ledger=ledger.to_dict(),
-                     samples=[asdict(s) for s in sub], level=problem.level, info=info).to_json()
+                     samples=[s.to_dict() for s in sub], level=problem.level, info=info).to_json()
 
 
 def replay_pool(ledger: Ledger, p: Any, lengths: list[int], *, prompt_tokens: int, max_model_len: int) -> int | str:

@@ -337,7 +337,7 @@ async def solve(
         reference=problem.reference,
         correct=bool(correct),
         ledger=ledger.to_dict(),
-        samples=[asdict(s) for s in answer.samples],
+        samples=[s.to_dict() for s in answer.samples],
         level=problem.level,
         info=answer.info,
         error=error,
