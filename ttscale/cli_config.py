@@ -19,14 +19,17 @@ from ttscale.cli import UsageError
 _CONFIG_MAX_BYTES = 1 << 20
 #: Flags a config file may not set: where the run continues and which file to read are command-line matters.
 _NOT_IN_CONFIG = {"resume", "config", "func", "command"}
+#: Repeatable KEY=VALUE flags and the config file's mapping of the same settings.
+_LISTS = {"param": "params", "engine_arg": "engine", "chat_template_kwargs": "chat_template_kwargs"}
 
 
 def apply_config_file(args: argparse.Namespace) -> None:
     """Fill the flags not given on the command line from `--config FILE` (YAML or JSON).
 
-    The file's keys are the flags' names (`max_model_len` or `max-model-len`), plus `params`, a
-    mapping of strategy parameters. Its values pass through the same parser as the flags, so a bad
-    value gets the same message, prefixed with the file's name.
+    The file's keys are the flags' names (`max_model_len` or `max-model-len`), plus three mappings:
+    `params` (strategy parameters), `engine` (vLLM engine arguments, as --engine-arg) and
+    `chat_template_kwargs`. Its values pass through the same parser as the flags, so a bad value
+    gets the same message, prefixed with the file's name.
     """
     from ttscale.cli import build_parser
 
@@ -39,10 +42,54 @@ def apply_config_file(args: argparse.Namespace) -> None:
     for name, value in vars(from_file).items():
         if name in _NOT_IN_CONFIG or value is None or value is False:
             continue
-        if name == "param":  # both sources count; the command line's come last, so they win
-            args.param = [*value, *(args.param or [])]
+        if name in _LISTS:  # both sources count; the command line's come last, so they win
+            setattr(args, name, [*value, *(getattr(args, name, None) or [])])
         elif getattr(args, name, None) in (None, False):
             setattr(args, name, value)
+
+
+#: Engine settings with a flag of their own (EngineConfig fields); every other one is an --engine-arg.
+ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """The engine flags `run` and `sweep` share."""
+    for flag, kind in ENGINE_FLAGS.items():
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
+    p.add_argument("--engine-arg", action="append", metavar="KEY=VALUE",
+                   help="any argument of the installed vLLM's engine, e.g. tensor_parallel_size=2, "
+                        "quantization=fp8, kv_cache_dtype=fp8, max_num_seqs=128 (repeatable; JSON for structures)")
+    p.add_argument("--chat-template-kwargs", action="append", metavar="KEY=VALUE",
+                   help="an option of the model's chat template, e.g. enable_thinking=false (repeatable; JSON values)")
+
+
+def engine_settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """The EngineConfig changes the engine flags given ask for (checked: one-line errors)."""
+    from ttscale.engine.args import EngineArgError, parse_engine_args
+
+    changes: dict[str, Any] = {k: getattr(args, k) for k in ENGINE_FLAGS if getattr(args, k, None) is not None}
+    if getattr(args, "engine_arg", None):
+        try:
+            changes["engine_args"] = parse_engine_args(args.engine_arg)
+        except EngineArgError as exc:
+            raise UsageError(f"{command}: {exc}") from None
+    if getattr(args, "chat_template_kwargs", None):
+        changes["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, command)
+    return changes
+
+
+def chat_template_kwargs(items: list[str], command: str) -> dict[str, Any]:
+    """`KEY=VALUE` items, each value read as JSON where it is JSON (false, 3, "x"), else as the text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{command}: --chat-template-kwargs takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
 
 
 def _read_config(path: str) -> dict[str, Any]:
@@ -81,11 +128,16 @@ def _config_tokens(path: str, data: dict[str, Any], *, known: set[str]) -> list[
     tokens: list[str] = []
     for raw_key, value in data.items():
         key = str(raw_key).strip().replace("-", "_")
-        if key == "params":
+        flag_of = {mapping: flag for flag, mapping in _LISTS.items()}
+        if key in flag_of and (key != "chat_template_kwargs" or isinstance(value, dict)):
             if not isinstance(value, dict):
-                raise UsageError(f"run: in {path}: params must be a mapping of name: value")
+                raise UsageError(f"run: in {path}: {key} must be a mapping of name: value")
+            option = flag_of[key].replace("_", "-")
             for name, item in value.items():
-                tokens.append(f"--param={name}={_scalar(path, f'params.{name}', item)}")
+                # Engine arguments may be structured (a speculative_config): JSON, as on the command line.
+                text = json.dumps(item) if key == "engine" and isinstance(item, dict | list) else (
+                    _scalar(path, f"{key}.{name}", item))
+                tokens.append(f"--{option}={name}={text}")
             continue
         if key in ("api_key", "openai_api_key"):
             raise UsageError(f"run: in {path}: an API key is read from the environment only (see api_key_env)")
@@ -100,9 +152,9 @@ def _config_tokens(path: str, data: dict[str, Any], *, known: set[str]) -> list[
             if not isinstance(value, bool):
                 raise UsageError(f"run: in {path}: {key} must be true or false, got {value!r}")
             tokens.extend([flag] if value else [])
-        elif key == "param":
+        elif key in _LISTS:
             items = value if isinstance(value, list) else [value]
-            tokens.extend(f"--param={_scalar(path, key, item)}" for item in items)
+            tokens.extend(f"{flag}={_scalar(path, key, item)}" for item in items)
         else:
             tokens.append(f"{flag}={_scalar(path, key, value)}")
     return tokens
@@ -126,10 +178,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _load_yaml(text: str) -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise UsageError("run: YAML configs need PyYAML (pip install pyyaml), or write the config as .json") from None
+    import yaml  # a core dependency
 
     class _NoAliases(yaml.SafeLoader):
         """Safe YAML without aliases: a few nested aliases expand to billions of nodes ('billion laughs')."""
@@ -145,4 +194,4 @@ def _load_yaml(text: str) -> Any:
         raise ValueError(str(exc)) from None
 
 
-__all__ = ["apply_config_file"]
+__all__ = ["ENGINE_FLAGS", "add_engine_flags", "apply_config_file", "chat_template_kwargs", "engine_settings"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
+from ttscale.cli_config import add_engine_flags, chat_template_kwargs, engine_settings
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineConfig, EngineFatalError, environ_defaults
 from ttscale.engine.openai import OpenAIConfig
@@ -32,7 +33,6 @@ from ttscale.runner import (
 from ttscale.signals import StopSignals
 from ttscale.storage import ENGINE_LOG, RunDir, StorageError
 
-_ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
 #: --backend openai settings (OpenAIConfig fields besides base_url and model).
 _SERVER_FLAGS = {
     "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
@@ -66,8 +66,7 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", help="folder with local copies of the datasets (<dir>/<task>/test.jsonl)")
     p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
     p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
-    for flag, kind in _ENGINE_FLAGS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
+    add_engine_flags(p)
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
     p.add_argument("--workers", type=int, help="spread problems over N Ray workers, one engine each")
     p.add_argument("--ray-address", help="run the workers on an existing Ray cluster (e.g. ray://host:10001)")
@@ -289,13 +288,20 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
     for name in ("data_dir", "question_field", "answer_field"):
         if getattr(args, name, None) is not None:
             task_options[name] = getattr(args, name)
-    engine_changes = {k: getattr(args, k) for k in _ENGINE_FLAGS if getattr(args, k, None) is not None}
     backend = args.backend or spec.backend
+    engine_changes = engine_settings(args, "run")
+    if backend == "openai" and "engine_args" in engine_changes:
+        raise UsageError("run: --engine-arg applies to --backend vllm; a served model is configured where it is served")
     if args.model is not None and backend == "vllm":
         engine_changes["model"] = args.model
     if args.seed is not None:
         engine_changes["seed"] = args.seed
     try:
+        if backend == "openai":  # the template is rendered here, with the served model's tokenizer
+            engine_changes.pop("chat_template_kwargs", None)
+        for name in ("engine_args", "chat_template_kwargs"):  # on resume: the stored ones, with the flags on top
+            if name in engine_changes:
+                engine_changes[name] = {**getattr(spec.engine, name), **engine_changes[name]}
         engine = replace(spec.engine, **engine_changes)
         server = _server(spec, args) if backend == "openai" else None
         if backend == "vllm":
@@ -311,6 +317,8 @@ def _server(spec: RunSpec, args: argparse.Namespace) -> OpenAIConfig:
     """The --backend openai settings: the stored ones (on resume) with the flags given on top."""
     values: dict[str, Any] = {k: v for k, v in vars(spec.server).items()} if spec.server is not None else {}
     values.update({f: getattr(args, f) for f in ("base_url", *_SERVER_FLAGS) if getattr(args, f, None) is not None})
+    if getattr(args, "chat_template_kwargs", None):
+        values["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, "run")
     if args.model is not None:
         values["model"] = args.model
     if not values.get("base_url"):

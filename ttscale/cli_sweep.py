@@ -18,6 +18,7 @@ from typing import Any
 
 from ttscale.budget import Budget, BudgetError, Ledger
 from ttscale.cli import UsageError
+from ttscale.cli_config import add_engine_flags, engine_settings
 from ttscale.engine.base import EngineConfig
 from ttscale.holdout import SOURCES, difficulty, learn_from_sweep
 from ttscale.policy import LearnOptions, Outcome
@@ -25,8 +26,6 @@ from ttscale.replay import best_at_compute
 from ttscale.runner import Prepared
 from ttscale.sweep import Cell, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 from ttscale.types import Problem
-
-_ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
 
 
 def register(sub: Any) -> None:
@@ -49,8 +48,7 @@ def register(sub: Any) -> None:
     p.add_argument("--no-subsample", action="store_true", help="run every budget directly (no generate-once)")
     p.add_argument("--holdout", type=int, default=0, metavar="N",
                    help="a held-out pool of N samples per problem for the policy's probe and pass@1 (default 0: none)")
-    for flag, kind in _ENGINE_FLAGS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
+    add_engine_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.set_defaults(func=cmd_sweep)
@@ -311,7 +309,7 @@ def _pct(x: float | None) -> str:
 def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
     if not args.strategy or not args.budgets:
         raise ValueError("give at least one --strategy 'NAME key=v1|v2' and --budgets 256,512,...")
-    engine = {k: getattr(args, k) for k in _ENGINE_FLAGS if getattr(args, k, None) is not None}
+    engine = engine_settings(args, "sweep")
     if args.model:
         engine["model"] = args.model
     try:

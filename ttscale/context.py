@@ -45,8 +45,10 @@ class Context:
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
         room = self._room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
+            self.budget.extra["context_cut_requests"] = self.budget.extra.get("context_cut_requests", 0) + 1
             return Generation(completions=(), prompt_tokens=len(ids))
-        if params.max_tokens > room:
+        capped = params.max_tokens > room
+        if capped:
             params = replace(params, max_tokens=room)
         reservation = self.budget.reserve(params, prompt_tokens=len(ids), role=role)
         if reservation is None:
@@ -57,6 +59,10 @@ class Context:
             generation = await self.engine.generate(ids, reservation.params)
         finally:
             self.budget.settle(reservation, generation)
+        if capped:  # samples that ran into the model's context limit, not into the max_tokens asked for
+            cut = sum(c.finish_reason == "length" and c.num_tokens >= room for c in generation.completions)
+            if cut:
+                self.budget.extra["context_cut_samples"] = self.budget.extra.get("context_cut_samples", 0) + cut
         return generation
 
     async def score(self, prompt: Sequence[int], scorer: Scorer[T], *, role: Role = "verifier") -> T | None:

@@ -164,12 +164,18 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
     if stored != current:
         return f"the source ran with other parameters ({_differing(stored, current)})"
     sources = {str(r["id"]): r for r in source_dir.records()}
+    # The context limit the source's engine ran with (the model's own when none was set): its samples obey it.
+    # An engine that records none (a simulator) had none that mattered.
+    ran = source_dir.read_config().get("environment", {}).get("engine") or {}
+    limit = (prepared.spec.engine.max_model_len or ran.get("max_model_len")
+             or (ran.get("config") or {}).get("max_model_len"))
+    limit = limit if isinstance(limit, int) else None
     records = []
     for problem in prepared.problems:
         source = sources.get(problem.id)
         if source is None:
             return f"the source has no record of {problem.id}"
-        record = derive_record(prepared, problem, source, source_id=str(cell.source))
+        record = derive_record(prepared, problem, source, source_id=str(cell.source), max_model_len=limit)
         if isinstance(record, str):
             return f"{problem.id}: {record}"
         records.append(record)
@@ -197,7 +203,7 @@ def _differing(stored: dict[str, Any], current: dict[str, Any]) -> str:
 
 
 def derive_record(
-    prepared: Prepared, problem: Problem, source: dict[str, Any], *, source_id: str
+    prepared: Prepared, problem: Problem, source: dict[str, Any], *, source_id: str, max_model_len: int | None = None
 ) -> dict[str, Any] | str:
     """The record a run at `prepared.budget` would write, from the source's record; or why there is none."""
     if source.get("error"):
@@ -213,7 +219,7 @@ def derive_record(
         if verifier.get("calls"):
             return "its scorer spent compute"
         taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
-                            max_model_len=prepared.spec.engine.max_model_len)
+                            max_model_len=max_model_len or prepared.spec.engine.max_model_len or 1 << 30)
         if isinstance(taken, str):
             return taken
         sub = samples[:taken]

@@ -273,10 +273,20 @@ async def run_problems(
         on_progress(tracker)
     started = time.perf_counter()
 
+    warned = False
+
     async def one(problem: Problem) -> None:
+        nonlocal warned
         async with semaphore:
             record = await solver(problem)
         run_dir.append(record)
+        cut = int((record.get("ledger") or {}).get("cut_samples", 0))
+        if cut and not warned and progress_file is not None:  # once per CLI run (the terminal); summary counts all
+            warned = True
+            samples = len(record.get("samples") or ())
+            print(f"ttscale: warning: {cut} of {samples} final samples of problem {problem.id} stopped at a length "
+                  f"limit (max_tokens or max_model_len), so their answers may be cut; summary.json counts them "
+                  f"(cut_samples)", file=progress_file, flush=True)
         if not live:  # the solver ran elsewhere (a Ray worker): its tokens are counted when it is done
             tracker.add_tokens(int((record.get("ledger") or {}).get("generated_tokens", 0)))
         tracker.problem_done()
@@ -330,6 +340,8 @@ async def solve(
     except Exception as exc:  # a grader that chokes on an answer marks it wrong, with the reason
         correct, error = False, error or f"grading failed: {type(exc).__name__}: {_one_line(exc)}"
     ledger.extra["wall_seconds"] = round(time.perf_counter() - started, 4)
+    # Final samples that stopped at a length limit (max_tokens or the context): their answers may be missing.
+    ledger.extra["cut_samples"] = sum(s.finish_reason == "length" for s in answer.samples)
     return RunRecord(
         id=problem.id,
         strategy=prepared.strategy_name,

