@@ -26,6 +26,9 @@ STRATEGIES.register("particle_filter", "ttscale.strategies.particle_filter:parti
 STRATEGIES.register("ets", "ttscale.strategies.ets:ets", aliases=("efficient_tree_search",))
 STRATEGIES.register("genrm", "ttscale.strategies.genrm:genrm", aliases=("gen_rm",))
 STRATEGIES.register("adaptive", "ttscale.strategies.adaptive:adaptive", aliases=("compute_optimal",))
+STRATEGIES.register("budget_forcing", "ttscale.strategies.budget_forcing:budget_forcing", aliases=("s1",))
+STRATEGIES.register("no_thinking", "ttscale.strategies.no_thinking:no_thinking", aliases=("nothinking",))
+STRATEGIES.register("revision", "ttscale.strategies.revision:revision", aliases=("revisions", "sequential_revision"))
 
 TASKS = Registry("task", entry_point_group="ttscale.tasks")
 """Tasks: factories `(**options) -> Task` (see ttscale.evals.base)."""

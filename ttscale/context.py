@@ -40,10 +40,16 @@ class Context:
             self._prompt = self.engine.chat_prompt(self.task.messages(self.problem))
         return self._prompt
 
-    async def generate(self, prompt: Prompt, params: SamplingParams, *, role: Role = "policy") -> Generation:
-        """Metered generation: never more than the budget allows; no completions once it is spent."""
+    async def generate(
+        self, prompt: Prompt, params: SamplingParams, *, role: Role = "policy", phase: str | None = None
+    ) -> Generation:
+        """Metered generation: never more than the budget allows; no completions once it is spent.
+
+        `phase` names what the tokens are for (`thinking`, `answer`): the ledger counts each phase's generated
+        tokens apart (`<phase>_tokens` in the record), as the engine returned them.
+        """
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
-        room = self._room(len(ids))
+        room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
             self.budget.extra["context_cut_requests"] = self.budget.extra.get("context_cut_requests", 0) + 1
             return Generation(completions=(), prompt_tokens=len(ids))
@@ -59,6 +65,9 @@ class Context:
             generation = await self.engine.generate(ids, reservation.params)
         finally:
             self.budget.settle(reservation, generation)
+        if phase is not None:
+            key = f"{phase}_tokens"
+            self.budget.extra[key] = self.budget.extra.get(key, 0) + sum(c.num_tokens for c in generation.completions)
         if capped:  # samples that ran into the model's context limit, not into the max_tokens asked for
             cut = sum(c.finish_reason == "length" and c.num_tokens >= room for c in generation.completions)
             if cut:
@@ -81,7 +90,7 @@ class Context:
             self.budget.settle(reservation, generation)
         return result
 
-    def _room(self, prompt_tokens: int) -> int:
+    def room(self, prompt_tokens: int) -> int:
         """Tokens the engine can still generate after this prompt (its max_model_len bounds prompt + output)."""
         limit = getattr(getattr(self.engine, "config", None), "max_model_len", None)
         return limit - prompt_tokens if isinstance(limit, int) else 1 << 30

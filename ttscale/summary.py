@@ -73,7 +73,12 @@ def _cuts(records: Sequence[dict[str, Any]], ledgers: Sequence[dict[str, Any]]) 
     """Final samples stopped by a length limit (max_tokens or the context), and samples the context cut."""
     cut = [int(lg.get("cut_samples", 0)) for lg in ledgers]
     samples = sum(len(r.get("samples") or ()) for r in records)
+    phases = {  # sequential strategies: thinking and answer tokens, counted apart
+        f"mean_{key}": sum(float(lg.get(key, 0)) for lg in ledgers) / len(ledgers)
+        for key in ("thinking_tokens", "answer_tokens") if any(key in lg for lg in ledgers)
+    }
     return {
+        **phases,
         "cut_samples": sum(cut),
         "cut_sample_share": sum(cut) / samples if samples else 0.0,
         "problems_with_cut_samples": sum(1 for c in cut if c),

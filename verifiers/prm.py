@@ -50,6 +50,12 @@ class PRM:
     """Longest scored prompt, in tokens."""
     kv_cache_gib: float = 1.0
     """CPU only: KV-cache space of the PRM's engine."""
+    gpu_memory_utilization: float = 0.3
+    """GPU only: the PRM engine's share of the GPU it shares with the policy (the two shares must add up to at
+    most ~0.9: e.g. the policy at --gpu-memory-utilization 0.55 and the PRM at 0.3)."""
+    engine_args: str = ""
+    """More vLLM engine arguments of the PRM's engine, `;`-separated KEY=VALUE (e.g. `quantization=fp8;
+    max_num_seqs=64`); typed and checked as `--engine-arg` is."""
     default: float = 0.5
     """Score of a step the PRM could not score (budget spent, or the prompt lost a step tag)."""
     aggregate: Aggregate = "last"
@@ -66,6 +72,7 @@ class PRM:
 
     def __post_init__(self) -> None:
         check_range("default", self.default, 0, 1)
+        check_range("gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, low_open=True)
         if self.aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
         self.delimiter = unescape(self.delimiter)
@@ -80,14 +87,18 @@ class PRM:
         async with self._starting:
             if self._engine is not None:
                 return
+            from ttscale.engine.args import parse_engine_args
             from ttscale.engine.vllm import VLLMEngine
 
+            extra = parse_engine_args([item for item in self.engine_args.split(";") if item.strip()])
             engine = await VLLMEngine.start(
                 EngineConfig(
                     model=self.model,
                     runner="pooling",
                     max_model_len=self.max_model_len,
                     kv_cache_gib=self.kv_cache_gib,
+                    gpu_memory_utilization=self.gpu_memory_utilization,
+                    engine_args=extra,
                 )
             )
             ids = engine.tokenize(self.step_tag)

@@ -1,0 +1,107 @@
+"""Sequential strategies (budget forcing, NoThinking, revisions) on the REAL engine, tiny; their parameters without one.
+
+The embedded model has no thinking tokens: the delimiters are the plain-text defaults, and the mechanics
+(budgets, forced "Wait", prefilled thinking, revisions in context) are what these tests check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttscale import STRATEGIES
+from ttscale.budget import Budget, Ledger
+from ttscale.context import Context
+from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.params import params_class
+from ttscale.types import Generation, SamplingParams
+
+TASK = ArithmeticTask(levels=(2,), per_level=2)
+
+
+class Recording:
+    """The real engine, passed through, with every request's prompt text and completions kept."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.requests: list[tuple[str, SamplingParams, Generation]] = []
+
+    async def generate(self, prompt: Any, params: SamplingParams, **kwargs: Any) -> Generation:
+        generation: Generation = await self.inner.generate(prompt, params, **kwargs)
+        text = prompt if isinstance(prompt, str) else self.inner.detokenize(prompt)
+        self.requests.append((text, params, generation))
+        return generation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def run(sync_engine: Any, name: str, budget: int, index: int = 0, **params: Any) -> tuple[Any, Ledger, Recording]:
+    problem = TASK.problems()[index]
+    ledger = Ledger(Budget.parse(budget))
+    engine = Recording(sync_engine.engine)
+    ctx = Context(problem=problem, task=TASK, engine=engine, ledger=ledger)
+    fn = STRATEGIES.get(name)
+    answer = sync_engine.loop.run(fn(problem, ctx, params_class(fn)(**params)))
+    return answer, ledger, engine
+
+
+@pytest.mark.slow
+def test_budget_forcing_caps_the_thinking_and_forces_waits_as_configured(sync_engine: Any) -> None:
+    answer, ledger, engine = run(sync_engine, "budget_forcing", 2000, n=2, thinking_budget=64, waits=2,
+                                 answer_tokens=24, temperature=0.8)
+    record = ledger.to_dict()
+    chains = answer.info["chains"]
+    assert len(chains) == len(answer.samples) == 2
+    for chain, sample in zip(chains, answer.samples, strict=True):
+        assert chain["thinking_tokens"] <= 64  # forced words included
+        assert "\n</think>\n\nFinal Answer: " in sample.text  # every sample has its answer segment
+        thought = sample.text.split("\n</think>\n")[0]
+        assert thought.count("Wait") >= chain["waits"]  # the forced ones (the model may write more)
+        assert chain["waits"] <= 2 and (chain["waits"] == 2 or chain["thinking_cut"])
+    thinking = [r for r in engine.requests if r[1].stop == ("\n</think>\n",)]
+    answers = [r for r in engine.requests if r[0].endswith("\n</think>\n\nFinal Answer: ")]
+    waits = sum(c["waits"] for c in chains)
+    assert len(answers) == 2 and waits <= len(thinking) <= waits + 2  # a request per wait, and one to end on
+    # The forced word is where the model had stopped: each continuation's prompt ends with it.
+    assert sum(r[0].endswith("Wait") for r in thinking) == waits
+    # The ledger's thinking + answer tokens are exactly the engine's counts.
+    count = lambda reqs: sum(c.num_tokens for r in reqs for c in r[2].completions)  # noqa: E731
+    assert record["thinking_tokens"] == count(thinking) and record["answer_tokens"] == count(answers)
+    assert record["thinking_tokens"] + record["answer_tokens"] == record["generated_tokens"]
+
+
+@pytest.mark.slow
+def test_no_thinking_prefills_a_finished_thought_and_votes_n_answers(sync_engine: Any) -> None:
+    answer, ledger, engine = run(sync_engine, "no_thinking", 2000, n=4, answer_tokens=48)
+    [(prompt, params, generation)] = engine.requests
+    assert prompt.endswith("<think>\nOkay, I think I have finished thinking.\n</think>\n")
+    assert params.n == 4 and len(answer.samples) == 4 and sum(answer.info["votes"].values()) <= 4
+    assert ledger.to_dict()["answer_tokens"] == sum(c.num_tokens for c in generation.completions)
+
+
+@pytest.mark.slow
+def test_revision_chains_see_their_earlier_attempts(sync_engine: Any) -> None:
+    answer, _, engine = run(sync_engine, "revision", 3000, chains=2, revisions=3, max_tokens=48)
+    assert answer.info["attempts_per_chain"] == [3, 3] and len(answer.samples) == 6
+    revising = [i for i, r in enumerate(engine.requests) if "Review your previous answer" in r[0]]
+    assert len(revising) == 4  # attempts 2 and 3 of each chain
+    for i in revising:
+        prompt = engine.requests[i][0]
+        earlier = {r[2].completions[0].text for r in engine.requests[:i]}
+        # Attempt k's prompt holds the k − 1 attempts before it, each followed by the request to revise.
+        assert sum(1 for text in earlier if text and text in prompt) >= prompt.count("Review your previous answer")
+
+
+def test_sequential_parameters_are_checked() -> None:
+    from ttscale.strategies.budget_forcing import BudgetForcingParams
+    from ttscale.strategies.revision import RevisionParams
+
+    with pytest.raises(ValueError, match="thinking_budget must be ≥ 1, got 0"):
+        BudgetForcingParams(thinking_budget=0)
+    with pytest.raises(ValueError, match="waits must be ≥ 0"):
+        BudgetForcingParams(waits=-1)
+    with pytest.raises(ValueError, match="select_from must be all or last"):
+        RevisionParams(select_from="best")  # type: ignore[arg-type]
+    assert BudgetForcingParams(answer_cue="\\nAnswer:").answer_cue == "\nAnswer:"

@@ -1,0 +1,85 @@
+"""What sequential strategies share: the thinking block of a reasoning model, its delimiters and its answer.
+
+A reasoning model (Qwen3, DeepSeek-R1 distills) writes `<think> ... </think>` and then its answer. The
+delimiters come from the model where it has them: a generation prompt that already opens `<think>` (the chat
+template did it), or a tokenizer that knows `</think>` as one token. Elsewhere — the embedded SmolLM2, any
+instruct model — they are plain-text parameters, so the mechanics (budgets, forced continuations, prefilled
+thinking) run and are tested on any model. Every request goes through `ctx.generate` with its phase
+(`thinking` or `answer`), so the ledger meters both and counts them apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttscale.context import Context
+from ttscale.params import check_positive, check_range
+from ttscale.search.steps import unescape
+from ttscale.types import Completion, SamplingParams
+
+AUTO = "auto"
+#: Where a model has no thinking tokens: plain-text delimiters it can read and (rarely) write.
+PLAIN_OPEN, PLAIN_CLOSE = "<think>\n", "\n</think>\n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingParams:
+    """The thinking block's delimiters, the cue before the answer, and the sampling of both."""
+
+    think_open: str = AUTO
+    """Text that opens the thinking block; `auto` = none when the chat template opens it, else `<think>` (plain
+    text `<think>\\n` when the tokenizer has no such token)."""
+    think_close: str = AUTO
+    """The end-of-thinking delimiter; `auto` = `</think>` where the tokenizer has it, else `\\n</think>\\n`."""
+    answer_cue: str = "\\nFinal Answer: "
+    """Text appended after the end of thinking, before the answer is generated (s1's cue)."""
+    answer_tokens: int = 256
+    """Tokens of the answer segment at most."""
+    temperature: float = 0.6
+    """Sampling temperature of thinking and answer (Qwen3's recommendation for thinking)."""
+    top_p: float = 0.95
+    """Nucleus sampling mass."""
+
+    def __post_init__(self) -> None:
+        for name in ("think_open", "think_close", "answer_cue"):
+            object.__setattr__(self, name, unescape(getattr(self, name)))
+        if not self.think_close:
+            raise ValueError("think_close must be a non-empty delimiter")
+        check_positive("answer_tokens", self.answer_tokens)
+        check_range("temperature", self.temperature, 0, 10)
+        check_range("top_p", self.top_p, 0, 1, low_open=True)
+
+
+@dataclass(frozen=True)
+class ThinkingFormat:
+    """The delimiters in force for one model."""
+
+    open: str
+    """Appended to the chat prompt to open the thinking ('' when the template opened it)."""
+    close: str
+    """Ends the thinking (a stop string of thinking requests)."""
+
+
+def thinking_format(ctx: Context, p: ThinkingParams) -> ThinkingFormat:
+    """Delimiters from the model where it has them, else the parameters' plain-text defaults."""
+    rendered = ctx.engine.detokenize(ctx.prompt())
+    opened = rendered.rstrip().endswith("<think>")
+    has_tokens = len(ctx.engine.tokenize("</think>")) == 1
+    close = p.think_close if p.think_close != AUTO else ("</think>" if has_tokens or opened else PLAIN_CLOSE)
+    if p.think_open != AUTO:
+        return ThinkingFormat(open=p.think_open, close=close)
+    return ThinkingFormat(open="" if opened else ("<think>\n" if has_tokens else PLAIN_OPEN), close=close)
+
+
+def sampling(p: ThinkingParams, *, max_tokens: int, stop: tuple[str, ...] = (), n: int = 1) -> SamplingParams:
+    return SamplingParams(n=n, temperature=p.temperature, top_p=p.top_p, max_tokens=max_tokens, stop=stop)
+
+
+async def answer_after(ctx: Context, p: ThinkingParams, prefix: list[int], *, n: int = 1) -> list[Completion]:
+    """The answer segment(s) after a closed thinking block: `prefix` ends with the delimiter; the cue is added."""
+    prompt = prefix + ctx.engine.tokenize(p.answer_cue)
+    generation = await ctx.generate(prompt, sampling(p, max_tokens=p.answer_tokens, n=n), phase="answer")
+    return list(generation.completions)
+
+
+__all__ = ["AUTO", "ThinkingFormat", "ThinkingParams", "answer_after", "sampling", "thinking_format"]
