@@ -63,7 +63,8 @@ async def budget_forcing(problem: Problem, ctx: Context, p: BudgetForcingParams)
     samples = [sample for sample, _ in chains]
     prediction, votes = await asyncio.to_thread(majority_vote, samples)
     return Answer(prediction=prediction, samples=tuple(samples),
-                  info={"chains": [info for _, info in chains], "votes": dict(votes), "think_close": fmt.close})
+                  info={"thinking_budget": p.thinking_budget, "chains": [info for _, info in chains],
+                        "votes": dict(votes), "think_close": fmt.close})
 
 
 async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> tuple[Sample, dict[str, Any]] | None:

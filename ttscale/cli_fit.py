@@ -62,9 +62,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--x",
-        choices=("budget", "spent", "samples"),
+        choices=("budget", "spent", "samples", "thinking_budget", "thinking_tokens"),
         default="budget",
-        help="saturation from runs: the ledger field used as the budget",
+        help="saturation from runs: the ledger field used as the budget (sequential runs: thinking_budget, the "
+        "budget_forcing parameter, or thinking_tokens, what was thought)",
     )
     parser.add_argument(
         "--scope",

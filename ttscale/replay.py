@@ -96,8 +96,22 @@ def replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: Mapping[
     return prediction, sub, info
 
 
+#: Parameters a derived cell may take other values of than its source (the replay subsamples or cuts them).
+VARIED = {"genrm": ("n", "verifications"), "budget_forcing": ("thinking_budget",)}
+
+
+def thinking_derivable(entry: Any) -> bool:
+    """Budget forcing replays smaller thinking budgets when nothing is forced (waits 0): a chain that ended
+    its thinking by itself within a budget b is what a run at b draws (the same prefix, the same answer)."""
+    return len(entry.params.get("thinking_budget", ())) > 1 and entry.params.get("waits", ["0"]) == ["0"]
+
+
 def genrm_source(strategy: str, entry: Any, params: dict[str, str]) -> dict[str, str]:
-    """The grid point a sweep replays a GenRM cell from: its entry's largest n and verifications (when explicit)."""
+    """The grid point a sweep replays a cell from: a GenRM entry's largest n and verifications (when explicit),
+    a budget-forcing entry's largest thinking budget (when nothing is forced)."""
+    if strategy == "budget_forcing" and thinking_derivable(entry):
+        values = entry.params["thinking_budget"]
+        return {**params, "thinking_budget": max(values, key=int)} if all(v.isdigit() for v in values) else params
     if strategy != "genrm":
         return params
     top = dict(params)
@@ -156,7 +170,7 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
     """Write the cell from its source's pool; the reason it cannot be derived, or None when it was."""
     # Every parameter but those the replay subsamples (GenRM's S and V) must be the source's: a max_tokens
     # capped at this smaller budget (task defaults), or a sweep resumed across versions, draws other samples.
-    varied = ("n", "verifications") if prepared.strategy_name == "genrm" else ()
+    varied = VARIED.get(prepared.strategy_name, ())
     stored = (source_dir.read_config().get("identity") or {}).get("params")
     stored = {k: v for k, v in stored.items() if k not in varied} if isinstance(stored, dict) else {}
     current = {k: v for k, v in json.loads(json.dumps(asdict(prepared.params), default=str)).items()
@@ -171,14 +185,18 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
              or (ran.get("config") or {}).get("max_model_len"))
     limit = limit if isinstance(limit, int) else None
     records = []
+    rest: dict[str, str] = {}  # budget forcing: problems whose chains thought past this budget run afresh
     for problem in prepared.problems:
         source = sources.get(problem.id)
         if source is None:
             return f"the source has no record of {problem.id}"
         record = derive_record(prepared, problem, source, source_id=str(cell.source), max_model_len=limit)
-        if isinstance(record, str):
+        if isinstance(record, str) and prepared.strategy_name == "budget_forcing":
+            rest[problem.id] = record
+        elif isinstance(record, str):
             return f"{problem.id}: {record}"
-        records.append(record)
+        else:
+            records.append(record)
     if run_dir.has_results():
         check_resume(run_dir, prepared)
     with run_dir.open_for_writing():
@@ -190,11 +208,33 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
         for record in records:
             if record["id"] not in done:
                 run_dir.append(record)
+        if rest:  # the sweep runs the others into this directory, as a resume does
+            return f"{len(rest)} of {len(prepared.problems)} problems need their own run ({next(iter(rest.values()))})"
         summary = summarize(records, budget=prepared.budget, wall_seconds=0.0)
         summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
                        resumed=False, derived_from=cell.source)
         run_dir.write_json(SUMMARY, summary)
     return None
+
+
+def derive_thinking(prepared: Prepared, source: dict[str, Any], *, source_id: str) -> dict[str, Any] | str:
+    """A budget-forcing record at a smaller thinking budget: the source's, when every chain ended its thinking
+    by itself within that budget and nothing was forced; else why not (the chain would be cut: a new answer)."""
+    p = prepared.params
+    chains = (source.get("info") or {}).get("chains") or []
+    ledger = source.get("ledger") or {}
+    if len(chains) != p.n or len(source.get("samples") or []) != p.n:
+        return "the source has another number of chains"
+    for chain in chains:
+        if chain.get("waits") or chain.get("thinking_cut") or chain.get("ended_at") is None:
+            return "a chain was cut or forced"
+        if chain["thinking_tokens"] > p.thinking_budget:
+            return f"a chain thought {chain['thinking_tokens']} tokens, past {p.thinking_budget}"
+    if float(ledger.get("spent", 0.0)) > prepared.budget.limit or prepared.budget.unit != "tokens":
+        return "the source spent more than this budget"
+    info = {**source["info"], "thinking_budget": p.thinking_budget, "derived_from": source_id}
+    limits = {"budget": prepared.budget.limit}
+    return {**source, "ledger": {**ledger, **{k: v for k, v in limits.items() if k in ledger}}, "info": info}
 
 
 def _differing(stored: dict[str, Any], current: dict[str, Any]) -> str:
@@ -214,6 +254,8 @@ def derive_record(
     policy_calls = max(1, int(src_ledger.get("calls", 0)) - int(verifier.get("calls", 0)))
     prompt = (int(src_ledger.get("prompt_tokens", 0)) - int(verifier.get("prompt_tokens", 0))) // policy_calls
     ledger, p, name = prepared.ledger(), prepared.params, prepared.strategy_name
+    if name == "budget_forcing":
+        return derive_thinking(prepared, source, source_id=source_id)
     info: dict[str, Any]
     if name in POOL_STRATEGIES:
         if verifier.get("calls"):

@@ -36,7 +36,14 @@ from typing import Any
 from ttscale.budget import Budget
 from ttscale.engine.base import Engine, EngineConfig
 from ttscale.policy import candidate_key
-from ttscale.replay import POOL_STRATEGIES, derive_cell, derive_record, genrm_source, replay_pool  # noqa: F401
+from ttscale.replay import (  # noqa: F401
+    POOL_STRATEGIES,
+    derive_cell,
+    derive_record,
+    genrm_source,
+    replay_pool,
+    thinking_derivable,
+)
 from ttscale.runner import Prepared, RunSpec, check_resume, execute, prepare, write_config
 from ttscale.storage import CONFIG, SUMMARY, RunDir
 from ttscale.types import Problem
@@ -183,6 +190,8 @@ class SweepSpec:
             return False
         if strategy == "genrm":  # every chain is stored: a smaller S, V or budget replays (or is refused)
             return len(self.budgets) > 1 or any(len(entry.params.get(k, ())) > 1 for k in ("n", "verifications"))
+        if strategy == "budget_forcing":  # thinking budgets: chains that ended within a budget replay
+            return thinking_derivable(entry)
         return strategy in POOL_STRATEGIES and len(self.budgets) > 1
 
     def to_dict(self) -> dict[str, Any]:

@@ -280,3 +280,32 @@ def test_a_sweep_made_before_task_defaults_keeps_running_without_them(tmp_path: 
 
     assert prepare_cell(old, old.cells()[0], tmp_path).params.max_tokens == 256
     assert prepare_cell(spec, spec.cells()[0], tmp_path).params.max_tokens == 2048
+
+
+def test_a_thinking_budget_sweep_replays_chains_that_ended_within_a_budget(tmp_path: Path) -> None:
+    # SIMULATED policy: its chains end by themselves (EOS) after 20-90 tokens, so at a thinking budget of 48
+    # some problems' chains all ended within it (replayed from the 512 cell) and the others are run afresh.
+    spec = SweepSpec(grid=(GridEntry.parse("budget_forcing thinking_budget=48|512 answer_tokens=24 n=2"),),
+                     budgets=("2k",), task="arithmetic:1-3", limit=8, engine=engine_config(tmp_path))
+    root = tmp_path / "sweep"
+    create_sweep(spec, root, command=["test"])
+    sim, log = SeededSimulator(seed=3), list[str]()
+    asyncio.run(run_sweep(spec, root, engine=sim, progress=False, log=log.append))
+    top, small = spec.cells()
+    assert top.params["thinking_budget"] == "512" and small.source == top.id
+    source = {r["id"]: r for r in cell_dir(root, top).records()}
+    records = cell_dir(root, small).records()
+    assert len(records) == 8 and not any(r.get("error") for r in records)
+    replayed = [r for r in records if r["info"].get("derived_from") == top.id]
+    fresh = [r for r in records if "derived_from" not in r["info"]]
+    assert replayed and fresh, log  # this seed gives both kinds
+    for r in replayed:  # exactly the source's chains, each of which ended within 48 tokens
+        assert r["samples"] == source[r["id"]]["samples"]
+        assert all(c["ended_at"] is not None and c["thinking_tokens"] <= 48 for c in r["info"]["chains"])
+    for r in fresh:  # some chain of the source thought past 48: this budget needs its own answer
+        assert any(c["thinking_tokens"] > 48 for c in source[r["id"]]["info"]["chains"])
+    assert all(c["thinking_tokens"] <= 48 for r in records for c in r["info"]["chains"])
+    assert all(r["info"]["thinking_budget"] == 48 for r in records)
+    summary = json.loads((cell_dir(root, small).path / SUMMARY).read_text())
+    assert summary["problems"] == 8
+    assert any("need their own run" in line for line in log)

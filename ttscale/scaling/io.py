@@ -94,10 +94,13 @@ def read_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[s
         counts = np.array(list(per_problem.values()), dtype=float)
         return {"n": counts[:, 0], "correct": counts[:, 1]}
     if law == "saturation":
-        if x not in ("budget", "spent", "samples"):
-            raise FitInputError(f"--x must be budget, spent or samples, got {x!r}")
+        if x not in ("budget", "spent", "samples", "thinking_budget", "thinking_tokens"):
+            raise FitInputError(f"--x must be budget, spent, samples, thinking_budget or thinking_tokens, got {x!r}")
+        if x == "thinking_budget" and any("thinking_budget" not in (rec.get("info") or {}) for _, rec in records):
+            raise FitInputError("--x thinking_budget needs runs of a sequential strategy (budget_forcing)")
         return {
-            "budget": np.array([float(rec["ledger"][x]) for _, rec in records]),
+            "budget": np.array([float((rec.get("info") or {})["thinking_budget"] if x == "thinking_budget"
+                                      else rec["ledger"].get(x, 0)) for _, rec in records]),
             "accuracy": np.array([float(bool(rec["correct"])) for _, rec in records]),
             "problem": np.array([str(rec["id"]) for _, rec in records]),
         }
