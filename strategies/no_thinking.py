@@ -12,14 +12,12 @@ pool strategy uses, so NoThinking and thinking strategies compare at matched tok
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, strategy
-from ttscale.search.score import check_verifier_spec, load_verifier
-from ttscale.select import best_scored, majority_vote
+from ttscale.sampling import vote_or_verify
+from ttscale.search.score import check_verifier_spec
 from ttscale.thinking import ThinkingParams, sampling, thinking_format
 from ttscale.types import Answer, Problem
 
@@ -56,15 +54,6 @@ async def no_thinking(problem: Problem, ctx: Context, p: NoThinkingParams) -> An
         return Answer(prediction=None, info={"n": 0})
     generation = await ctx.generate(ctx.prompt() + prefill, sampling(p, max_tokens=p.answer_tokens, n=n),
                                     phase="answer")
-    completions = list(generation.completions)
-    votes: Mapping[str, float] = {}
-    if p.verifier is None:
-        samples = [ctx.sample(c) for c in completions]
-        prediction, votes = await asyncio.to_thread(majority_vote, samples)
-    else:
-        rewards = await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions])
-        samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
-        best = best_scored(samples)
-        prediction = best.answer if best else None
+    prediction, samples, votes = await vote_or_verify(ctx, list(generation.completions), verifier=p.verifier)
     return Answer(prediction=prediction, samples=tuple(samples),
                   info={"n": len(samples), "votes": dict(votes), "prefill_tokens": len(prefill)})

@@ -17,14 +17,13 @@ All chains run at once; selection by majority vote, or the best verifier score (
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
-from ttscale.search.score import check_verifier_spec, load_verifier
-from ttscale.select import best_scored, majority_vote
+from ttscale.sampling import vote_or_verify
+from ttscale.search.score import check_verifier_spec
 from ttscale.types import Answer, Completion, Problem, SamplingParams
 
 
@@ -65,15 +64,7 @@ class RevisionParams:
 async def revision(problem: Problem, ctx: Context, p: RevisionParams) -> Answer:
     chains = await asyncio.gather(*(_chain(ctx, p) for _ in range(p.chains)))
     candidates = [c for chain in chains for c in (chain if p.select_from == "all" else chain[-1:])]
-    votes: Mapping[str, float] = {}
-    if p.verifier is None:
-        samples = [ctx.sample(c) for c in candidates]
-        prediction, votes = await asyncio.to_thread(majority_vote, samples)
-    else:
-        rewards = await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in candidates])
-        samples = [ctx.sample(c, score=r) for c, r in zip(candidates, rewards, strict=True)]
-        best = best_scored(samples)
-        prediction = best.answer if best else None
+    prediction, samples, votes = await vote_or_verify(ctx, candidates, verifier=p.verifier)
     return Answer(prediction=prediction, samples=tuple(samples),
                   info={"attempts_per_chain": [len(c) for c in chains], "votes": dict(votes)})
 

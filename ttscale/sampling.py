@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range
-from ttscale.types import Completion, SamplingParams
+from ttscale.types import Completion, Sample, SamplingParams
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,3 +50,23 @@ async def sample_pool(ctx: Context, p: PoolParams, *, logprobs: int | None = Non
         if not p.refill or not generation.completions:
             break
     return pool
+
+
+async def vote_or_verify(
+    ctx: Context, completions: list[Completion], *, verifier: str | None
+) -> tuple[str | None, list[Sample], Mapping[str, float]]:
+    """Majority vote over the candidates, or (with a verifier spec) the best-scored one: best-of-N's selection.
+
+    Returns the prediction, the candidates as samples (scored when a verifier scored them) and the votes.
+    """
+    from ttscale.search.score import load_verifier
+    from ttscale.select import best_scored, majority_vote
+
+    if verifier is None:
+        samples = [ctx.sample(c) for c in completions]
+        prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
+        return prediction, samples, votes
+    rewards = await load_verifier(verifier).score_outcomes(ctx, [c.text for c in completions])
+    samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
+    best = best_scored(samples)
+    return (best.answer if best else None), samples, {}
