@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ttscale.bootstrap import percentile_interval, resample_indices
 from ttscale.evals.subsample import SubsampleOptions, majority_expectation
 
 
@@ -148,15 +149,12 @@ def bootstrap_mean(
         raise ValueError("values must be finite")
     rng = np.random.default_rng(seed)
     n = data.size
-    means = np.empty(resamples)
     # Resample in chunks so memory stays near a few MB even for 100k problems.
-    chunk = max(1, 2_000_000 // n)
-    for start in range(0, resamples, chunk):
-        rows = min(chunk, resamples - start)
-        means[start : start + rows] = data[rng.integers(0, n, size=(rows, n))].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return Estimate(value=float(data.mean()), low=float(low), high=float(high), confidence=confidence, n=n)
+    means = np.concatenate(
+        [data[picks].mean(axis=1) for picks in resample_indices(n, resamples, rng, chunk_entries=2_000_000)]
+    )
+    low, high = percentile_interval(means, confidence=confidence)
+    return Estimate(value=float(data.mean()), low=low, high=high, confidence=confidence, n=n)
 
 
 def accuracy(correct: Sequence[bool], *, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> Estimate:

@@ -49,6 +49,7 @@ VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` imports it on first use
+    from ttscale.comparison import compare
     from ttscale.report.frames import load_runs
 
 
@@ -58,6 +59,10 @@ def __getattr__(name: str) -> Any:
         from ttscale.report.frames import load_runs
 
         return load_runs
+    if name == "compare":  # paired comparisons (ttscale.comparison) run sweeps: imported on first use
+        from ttscale.comparison import compare
+
+        return compare
     raise AttributeError(f"module 'ttscale' has no attribute {name!r}")
 
 
@@ -76,5 +81,6 @@ __all__ = [
     "Sample",
     "SamplingParams",
     "__version__",
+    "compare",
     "load_runs",
 ]

@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "ttscale.cli_report:register",
     "sweep": "ttscale.cli_sweep:register",
     "policy": "ttscale.cli_sweep:register_policy",
+    "compare": "ttscale.cli_compare:register",
 }
 
 EXIT_USAGE = 2

@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ttscale.bootstrap import resample_indices
+
 Bound = Literal["exact", "at_most", "at_least"]
 
 
@@ -83,8 +85,7 @@ def tokens_saved(table: Any, held: Mapping[float, np.ndarray], probe_spent: np.n
 
     n = len(probe_spent)
     everyone = np.arange(n)
-    rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, n, size=n) for _ in range(resamples)]
+    draws = [row for chunk in resample_indices(n, resamples, np.random.default_rng(seed)) for row in chunk]
     out: dict[str, Any] = {
         "baseline": name,
         "baseline_curve": [{"tokens": round(s, 1), "accuracy": round(a, 4), "candidate": c, "budget": b}

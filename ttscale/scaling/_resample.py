@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ttscale.bootstrap import CHUNK_ENTRIES, resample_counts
+
 #: Count matrices are built in chunks of about this many entries (memory: 8 bytes each).
-_CHUNK_ENTRIES = 8_000_000
+_CHUNK_ENTRIES = CHUNK_ENTRIES
 
 
 class FitInputError(ValueError):
@@ -110,15 +112,7 @@ def observations(*, x: Any, y: Any, unit: Any = None, name_x: str = "x", name_y:
 
 def bootstrap_draws(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Yield (chunk, n_units) matrices of counts: each row resamples the units with replacement."""
-    chunk = max(1, min(n_boot, _CHUNK_ENTRIES // max(n_units, 1)))
-    done = 0
-    while done < n_boot:
-        rows = min(chunk, n_boot - done)
-        picks = rng.integers(0, n_units, size=(rows, n_units), dtype=np.int64)
-        picks += (np.arange(rows, dtype=np.int64) * n_units)[:, None]
-        draws = np.bincount(picks.ravel(), minlength=rows * n_units).reshape(rows, n_units)
-        yield draws.astype(float)
-        done += rows
+    return resample_counts(n_units, n_boot, rng, chunk_entries=_CHUNK_ENTRIES)
 
 
 def rng_from(seed: int | np.random.Generator | None) -> np.random.Generator:

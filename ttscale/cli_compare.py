@@ -1,0 +1,87 @@
+"""`ttscale compare`: the command line of ttscale.comparison (paired multi-seed comparisons with bootstrap CIs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from typing import Any
+
+from ttscale.cli import UsageError
+from ttscale.cli_config import ENGINE_FLAGS, add_engine_flags, engine_settings
+from ttscale.comparison import COMPARE, GROUPS, compare
+
+#: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
+_RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", *ENGINE_FLAGS,
+              "engine_arg", "chat_template_kwargs")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="paired multi-seed comparison of strategies (same problems, same seeds) with bootstrap CIs",
+        description="Run strategies on the same problems and seeds (--strategy ... --repeats R), or compare run, "
+        "sweep or compare directories (DIR ...). Accuracy is compared as a difference in points, costs as a ratio "
+        "of means, each with a cluster-bootstrap CI over problems.",
+    )
+    p.add_argument("runs", nargs="*", metavar="DIR", help="run, sweep or compare directories to compare")
+    p.add_argument("--strategy", action="append", metavar="'NAME key=value ...'",
+                   help="a strategy to run, with its parameters (repeatable; at least two)")
+    p.add_argument("--repeats", type=int, help="repeats per strategy: repeat r runs with run seed r (default 3)")
+    p.add_argument("--budget", help="per-problem budget, as for `ttscale run` (default 8k)")
+    p.add_argument("--task", help="task spec, as for `ttscale run` (default arithmetic)")
+    p.add_argument("--limit", type=int, help="only the first N problems")
+    p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
+    p.add_argument("--concurrency", type=int, help="problems in flight at once within a run (default 64)")
+    p.add_argument("--data-dir", help="folder with local copies of the datasets")
+    add_engine_flags(p)
+    p.add_argument("--out", help="compare directory to write (run mode default compares/<task>-<time>; with DIRs, "
+                   f"where {COMPARE} is written)")
+    p.add_argument("--resume", metavar="DIR", help="finish an interrupted comparison run")
+    p.add_argument("--group", choices=GROUPS, default="config",
+                   help="config: runs that differ only in seed are repeats of one arm (default); strategy: same "
+                   "strategy and parameters; run: each run directory is an arm")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help=f"print {COMPARE} instead of the Markdown tables")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ttscale.engine.base import EngineConfig
+
+    given = [f"--{k.replace('_', '-')}" for k in _RUN_FLAGS if getattr(args, k) is not None]
+    if args.runs and args.resume:
+        raise UsageError("compare: give run directories to compare or --resume DIR, not both")
+    if (args.runs or args.resume) and given:
+        what = "run directories are compared as they are" if args.runs else "--resume continues the stored runs"
+        verb = "apply" if len(given) > 1 else "applies"
+        raise UsageError(f"compare: {', '.join(given)} {verb} only to a new run (--strategy); {what}")
+    if not (args.runs or args.resume or args.strategy):
+        raise UsageError("compare: give run directories to compare, or at least two --strategy 'NAME key=value' "
+                         "to run (or --resume DIR)")
+    run: dict[str, Any] = {}
+    if args.strategy:
+        engine = engine_settings(args, "compare")
+        if args.model:
+            engine["model"] = args.model
+        run = {"strategies": args.strategy, "engine_config": replace(EngineConfig(), **engine),
+               "task_options": {"data_dir": args.data_dir} if args.data_dir else None,
+               **{k: getattr(args, k) for k in ("repeats", "budget", "task", "limit", "concurrency")
+                  if getattr(args, k) is not None}}
+    try:
+        result = compare(runs=args.runs, resume=args.resume, out=args.out, confidence=args.confidence,
+                         resamples=args.resamples, seed=args.bootstrap_seed, group=args.group,
+                         progress=not args.no_progress, command=sys.argv, **run)
+    except ValueError as exc:  # bad input, or a run directory held by another process (unknown names: main's)
+        raise UsageError(f"compare: {exc}") from None
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_markdown())
+    if result.directory is not None:
+        print(f"compare: {result.directory / COMPARE}", file=sys.stderr)
+    return 0
+
+
+__all__ = ["cmd_compare", "register"]

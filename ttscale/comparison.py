@@ -1,0 +1,375 @@
+"""`ttscale compare`: paired multi-seed comparisons of strategies, with cluster-bootstrap CIs (`ttscale.compare`).
+
+Run mode: strategies A, B, ... on the same problems with the same seeds, R repeats. It is a sweep
+(ttscale.sweep) whose grid entries are the strategies, with one budget and seeds 0..R−1: repeat r is
+run seed r for every strategy (the seed every per-request seed is derived from, with the problem and the
+request: ttscale.problem_engine), so each (problem, repeat) is a pair that saw the same problem under the
+same seed, and the repeats of a strategy draw different samples. The directory is a sweep directory
+(sweep.json, cells/), so it resumes like one (`--resume DIR`) and every cell reads like a run; the
+analysis is written next to it as compare.json.
+
+Read mode: run, sweep or compare directories; runs are grouped into arms (by default runs that differ
+only in their seed are repeats of one arm), paired by problem and run seed, and compared pair by pair
+(ttscale.paired: the statistics and the verdict wording).
+
+compare.json describes itself (format, method, each metric's source and kind, arms, pairs, verdicts) so
+that a report can render it without this module; `markdown(data)` is the rendering the CLI prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ttscale.paired import METRICS, PairResult, compare_pair
+from ttscale.policy import candidate_key
+from ttscale.storage import CONFIG, RunDir
+from ttscale.sweep import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
+
+if TYPE_CHECKING:
+    from ttscale.engine.base import Engine, EngineConfig
+
+COMPARE = "compare.json"
+FORMAT = "ttscale.compare"
+VERSION = 1
+Group = Literal["config", "strategy", "run"]
+GROUPS: tuple[str, ...] = ("config", "strategy", "run")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareOptions:
+    """How arms are formed and how the intervals are computed."""
+
+    confidence: float = 0.95
+    """Confidence level of the percentile intervals."""
+    resamples: int = 2000
+    """Bootstrap resamples (B)."""
+    seed: int = 0
+    """Seed of the bootstrap draws (the same for every pair)."""
+    group: Group = "config"
+    """config: runs that differ only in their seed are repeats of one arm; strategy: runs with the same strategy
+    and parameters are one arm; run: every run directory is an arm of its own."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
+        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int) or self.resamples < 100:
+            raise ValueError(f"resamples must be a whole number ≥ 100, got {self.resamples}")
+        if self.group not in GROUPS:
+            raise ValueError(f"group must be one of {', '.join(GROUPS)}, got {self.group!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arm:
+    """One side of a comparison: records keyed by (problem id, run seed), and what produced them."""
+
+    label: str
+    records: dict[tuple[str, int], dict[str, Any]]
+    info: dict[str, Any] = field(default_factory=dict)
+    """strategy, params, budget, task, model, run seeds and source directories (for compare.json)."""
+
+    def summary(self) -> dict[str, Any]:
+        errored = [key for key, r in self.records.items() if r.get("error")]
+        return {"label": self.label, **self.info, "records": len(self.records),
+                "problems": len({p for p, _ in self.records}), "errored": len(errored),
+                "errored_problems": len({p for p, _ in errored})}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every pair of arms compared; `verdicts` has one line per pair."""
+
+    arms: tuple[Arm, ...]
+    pairs: tuple[PairResult, ...]
+    options: CompareOptions
+    directory: Path | None = None
+    """Where compare.json was written (None: not written)."""
+
+    @property
+    def verdicts(self) -> list[str]:
+        return [p.verdict for p in self.pairs]
+
+    def to_dict(self) -> dict[str, Any]:
+        from ttscale import __version__
+
+        o = self.options
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "ttscale_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "directory": None if self.directory is None else str(self.directory),
+            "method": {
+                "pairing": "records are paired by problem id and run seed (by repeat order when the arms' seeds "
+                           "differ); a pair where either side errored is left out and counted",
+                "difference": "accuracy: mean over pairs of A minus B, in points",
+                "ratio": "costs: ratio of means, mean A / mean B (below 1: A spends less)",
+                "bootstrap": "cluster bootstrap over problems: problems drawn with replacement, each with all "
+                             "its pairs; percentile interval",
+                "confidence": o.confidence, "resamples": o.resamples, "seed": o.seed, "group": o.group,
+                "detectable": "the interval excludes 0 (difference) or 1 (ratio)",
+                "ci_none": "a None interval end is unbounded (a resample's denominator was 0)",
+            },
+            "metrics": {m.name: {"label": m.label, "kind": m.kind, "source": m.source} for m in METRICS},
+            "arms": [a.summary() for a in self.arms],
+            "pairs": [p.to_dict() for p in self.pairs],
+            "verdicts": self.verdicts,
+        }
+
+    def to_markdown(self) -> str:
+        return markdown(self.to_dict())
+
+
+# -- the library call ------------------------------------------------------------------------------
+
+
+def compare(
+    *,
+    runs: Sequence[str | Path] = (),
+    strategies: Sequence[str] = (),
+    resume: str | Path | None = None,
+    repeats: int = 3,
+    budget: str = "8k",
+    task: str = "arithmetic",
+    task_options: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    engine_config: EngineConfig | None = None,
+    concurrency: int = 64,
+    out: str | Path | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    group: Group = "config",
+    engine: Engine | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    command: list[str] | None = None,
+) -> Comparison:
+    """Compare run directories (`runs`), or run `strategies` R = `repeats` times and compare them, or finish
+    the run of a compare directory (`resume`). Exactly one of the three. Run mode writes `out` (default
+    compares/<task>-<time>); read mode writes compare.json only when `out` is given.
+
+    `engine`: one engine for every repeat (tests, notebooks); by default each repeat starts its own, as a
+    sweep does. Bad input raises ValueError (or a subclass) with a one-line message.
+    """
+    options = CompareOptions(confidence=confidence, resamples=resamples, seed=seed, group=group)
+    runs = [runs] if isinstance(runs, str | Path) else runs  # one directory given as such, not its characters
+    strategies = [strategies] if isinstance(strategies, str) else strategies
+    if sum(map(bool, (runs, strategies, resume))) != 1:
+        raise ValueError("give run directories to compare, strategies to run (at least two), or a compare "
+                         "directory to resume: exactly one of the three")
+    if runs:
+        result = analyse(runs, options=options)
+        return write(result, out) if out else result
+    if resume:
+        root = Path(resume)
+        spec = load_spec(root)
+    else:
+        spec = compare_spec(strategies=strategies, repeats=repeats, budget=budget, task=task,
+                            task_options=task_options, limit=limit, engine_config=engine_config,
+                            concurrency=concurrency)
+        root = Path(out) if out else Path("compares") / f"{task.replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        create_sweep(spec, root, command=command)
+    asyncio.run(run_sweep(spec, root, engine=engine, progress=progress, log=log))
+    return write(analyse([root], options=options), root)
+
+
+def compare_spec(
+    *, strategies: Sequence[str], repeats: int, budget: str, task: str = "arithmetic",
+    task_options: Mapping[str, Any] | None = None, limit: int | None = None,
+    engine_config: EngineConfig | None = None, concurrency: int = 64,
+) -> SweepSpec:
+    """The sweep that runs a comparison: one grid entry per strategy, one budget, seeds 0..repeats−1."""
+    from ttscale import STRATEGIES
+    from ttscale.engine.base import EngineConfig
+
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number ≥ 1, got {repeats}")
+    entries, seen = [], set()
+    for text in strategies:
+        if not text.split():
+            raise ValueError("a strategy is empty: give 'NAME key=value ...'")
+        entry = GridEntry.parse(text)
+        grid = [f"{k}={'|'.join(v)}" for k, v in entry.params.items() if len(v) > 1]
+        if grid:
+            raise ValueError(f"compare takes one value per parameter, got {', '.join(grid)} in {text!r} "
+                             "(a grid is a `ttscale sweep`)")
+        key = candidate_key(STRATEGIES.canonical(entry.strategy) or entry.strategy,
+                            {k: v[0] for k, v in entry.params.items()})
+        if key in seen:
+            raise ValueError(f"strategy {text!r} is given twice (as {key!r}); each arm must differ")
+        seen.add(key)
+        entries.append(entry)
+    if len(entries) < 2:
+        raise ValueError(f"compare needs at least two strategies to run, got {len(entries)}")
+    return SweepSpec(grid=tuple(entries), budgets=(budget,), seeds=tuple(range(repeats)), task=task,
+                     task_options=dict(task_options or {}), limit=limit, engine=engine_config or EngineConfig(),
+                     concurrency=concurrency)
+
+
+def write(result: Comparison, directory: str | Path) -> Comparison:
+    """Write compare.json into `directory` (made if missing); the result, with its directory set."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    done = replace(result, directory=path)
+    RunDir(path).write_json(COMPARE, done.to_dict())
+    return done
+
+
+# -- reading runs into arms ------------------------------------------------------------------------
+
+
+def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = None) -> Comparison:
+    """Read the directories into arms and compare every pair of arms (in the order they were given)."""
+    options = options or CompareOptions()
+    arms = load_arms(paths, group=options.group)
+    pairs = tuple(compare_pair(a.label, a.records, b.label, b.records, confidence=options.confidence,
+                               resamples=options.resamples, seed=options.seed)
+                  for a, b in itertools.combinations(arms, 2))
+    return Comparison(tuple(arms), pairs, options)
+
+
+def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One run directory's config.json and finished records: the one place compare reads a run."""
+    run = RunDir(path)
+    return run.read_config(), run.records()
+
+
+def load_arms(paths: Sequence[str | Path], *, group: Group = "config") -> list[Arm]:
+    """Arms from run, sweep and compare directories: runs grouped by `group`, repeats keyed by run seed."""
+    groups: dict[str, list[tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]]]] = {}
+    for path in paths:
+        for run_path, label in _run_dirs(Path(path)):
+            config, records = read_run(run_path)
+            identity = config.get("identity")
+            if not isinstance(identity, dict) or "seed" not in identity:
+                raise ValueError(f"{run_path / CONFIG} has no run identity (not written by `ttscale run`?)")
+            groups.setdefault(_group_key(identity, group, run_path), []).append((run_path, label, config, records))
+    arms = [_arm(runs) for runs in groups.values()]
+    if len(arms) < 2:
+        found = arms[0].label if arms else "none"
+        raise ValueError(f"a comparison needs at least two arms, found {len(arms)} ({found}); give runs of two "
+                         "strategies, or --group run to compare directories that differ only in seed")
+    tasks = {json.dumps(_problems_of(a.info.get("task_identity")), sort_keys=True, default=str) for a in arms}
+    if len(tasks) > 1:
+        raise ValueError(f"the arms ran different tasks ({'; '.join(sorted(tasks))}); pairs need the same problems")
+    return _unique_labels(arms)
+
+
+def _run_dirs(path: Path) -> list[tuple[Path, str | None]]:
+    """The run directories under `path`, each with its label when a sweep names it (cell candidate)."""
+    if (path / SWEEP).is_file():
+        spec = load_spec(path)
+        cells = [(cell_dir(path, c).path, c.candidate) for c in spec.cells()]
+        return [(p, label) for p, label in cells if (p / CONFIG).is_file()]
+    if (path / CONFIG).is_file():
+        return [(path, None)]
+    raise ValueError(f"{str(path)!r} is not a ttscale run, sweep or compare directory (no {CONFIG} or {SWEEP})")
+
+
+def _group_key(identity: dict[str, Any], group: Group, path: Path) -> str:
+    if group == "run":
+        return str(path)
+    if group == "strategy":
+        return json.dumps([identity.get("strategy"), identity.get("params")], sort_keys=True, default=str)
+    # config: everything that determines the results except the seed (and how many problems were run)
+    rest = {k: v for k, v in identity.items() if k not in ("seed", "limit")}
+    if isinstance(rest.get("engine"), dict):
+        rest["engine"] = {k: v for k, v in rest["engine"].items() if k != "seed"}
+    rest["task"] = _problems_of(rest.get("task"))
+    return json.dumps(rest, sort_keys=True, default=str)
+
+
+def _arm(runs: list[tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]]]) -> Arm:
+    _, label, config, _ = runs[0]
+    spec = config.get("spec") or {}
+    label = label or candidate_key(str(spec.get("strategy", config["identity"].get("strategy"))),
+                                   spec.get("params") or {})
+    records: dict[tuple[str, int], dict[str, Any]] = {}
+    where: dict[int, Path] = {}
+    for run_path, _, cfg, recs in runs:
+        seed = int(cfg["identity"]["seed"])
+        if seed in where:
+            raise ValueError(f"{label}: run seed {seed} is in two directories ({where[seed]}, {run_path}); give "
+                             "each run once, or --group run to compare them as separate arms")
+        where[seed] = run_path
+        records.update({(str(r["id"]), seed): r for r in recs})
+    info = {"strategy": spec.get("strategy"), "params": spec.get("params") or {}, "budget": spec.get("budget"),
+            "task": spec.get("task"), "model": (spec.get("engine") or {}).get("model"),
+            "run_seeds": sorted(where), "sources": [str(where[s]) for s in sorted(where)],
+            "task_identity": config["identity"].get("task")}
+    return Arm(label=label, records=records, info=info)
+
+
+def _problems_of(task: Any) -> Any:
+    """What determines a task's problems: its stored config, less how it was spelled and where its files were."""
+    return {k: v for k, v in task.items() if k not in ("options", "spec")} if isinstance(task, dict) else task
+
+
+def _unique_labels(arms: list[Arm]) -> list[Arm]:
+    """Arms named alike (one strategy at two budgets, or --group run) get their budget, then their directory."""
+    out = []
+    for arm in arms:
+        label = arm.label
+        if sum(a.label == arm.label for a in arms) > 1:
+            label = f"{arm.label} b={arm.info.get('budget')}"
+            if sum(f"{a.label} b={a.info.get('budget')}" == label for a in arms) > 1:
+                label = f"{label} ({Path(arm.info['sources'][0]).name})"
+        out.append(replace(arm, label=label))
+    return out
+
+
+# -- rendering -------------------------------------------------------------------------------------
+
+
+def markdown(data: Mapping[str, Any]) -> str:
+    """compare.json (`Comparison.to_dict()`) as Markdown: verdicts, arms, and one table per pair."""
+    method = data["method"]
+    level = f"{100 * method['confidence']:g}%"
+    lines = ["## Paired comparison", "",
+             f"Cluster bootstrap over problems ({method['resamples']} resamples, seed {method['seed']}), "
+             f"{level} percentile intervals; accuracy as a difference in points, costs as a ratio of means.", ""]
+    lines += [f"- {v}" for v in data["verdicts"]] + ["", "| arm | strategy | budget | run seeds | problems | "
+                                                     "records | errored (problems) | from |",
+                                                     "|---|---|---|---|---:|---:|---:|---|"]
+    for a in data["arms"]:
+        sources = ", ".join(Path(s).name for s in a.get("sources", []))
+        lines.append(f"| {a['label']} | {a.get('strategy')} | {a.get('budget')} | "
+                     f"{','.join(map(str, a.get('run_seeds', [])))} | {a['problems']} | {a['records']} | "
+                     f"{a['errored']} ({a['errored_problems']}) | {sources} |")
+    metrics = data["metrics"]
+    for p in data["pairs"]:
+        ex = p["excluded"]
+        lines += ["", f"### {p['a']} vs {p['b']}", "",
+                  f"{p['problems']} problems, {p['pairs']} pairs (paired by {p['paired_by']}); left out: "
+                  f"{ex['errored_pairs']} errored pairs ({ex['errored_problems']} problems), "
+                  f"{ex['unpaired']} unpaired.",
+                  "", f"| metric | {p['a']} | {p['b']} | effect [{level} CI] | |", "|---|---:|---:|---|---|"]
+        for name, e in p["effects"].items():
+            kind = metrics.get(name, {}).get("kind", e["kind"])
+            mean_a, mean_b = (_mean(name, x) for x in (e["mean_a"], e["mean_b"]))
+            if e["value"] is None or e["ci"] == [None, None]:
+                effect, verdict = ("n/a" if e["value"] is None else e["text"].split(" (")[0].removeprefix(e["label"]),
+                                   e.get("note") or "")
+            else:
+                effect = e["text"].removeprefix(e["label"]).removesuffix("(no detectable difference)")
+                verdict = "detectable" if e["detectable"] else "no detectable difference"
+            lines.append(f"| {e['label']} ({kind}) | {mean_a} | {mean_b} | {effect.strip()} | {verdict} |")
+    return "\n".join(lines)
+
+
+def _mean(name: str, x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{100 * x:.1f}%" if name == "accuracy" else f"{x:.4g}"
+
+
+__all__ = ["Arm", "CompareOptions", "Comparison", "analyse", "compare", "compare_spec", "load_arms", "markdown",
+           "read_run", "write"]
