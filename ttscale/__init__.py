@@ -49,6 +49,7 @@ VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` imports it on first use
+    from ttscale.api import Engine, Run, read_records, run
     from ttscale.comparison import compare
     from ttscale.report.frames import load_runs
 
@@ -59,6 +60,10 @@ def __getattr__(name: str) -> Any:
         from ttscale.report.frames import load_runs
 
         return load_runs
+    if name in ("run", "Engine", "Run", "read_records"):  # the one-call API (ttscale.api): engines start only when used
+        from ttscale import api
+
+        return getattr(api, name)
     if name == "compare":  # paired comparisons (ttscale.comparison) run sweeps: imported on first use
         from ttscale.comparison import compare
 
@@ -73,14 +78,18 @@ __all__ = [
     "Answer",
     "Budget",
     "Completion",
+    "Engine",
     "Generation",
     "Ledger",
     "Problem",
     "Registry",
+    "Run",
     "RunRecord",
     "Sample",
     "SamplingParams",
     "__version__",
     "compare",
     "load_runs",
+    "read_records",
+    "run",
 ]
