@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ttscale.messages import one_line
+
 #: subcommand → "module:function" that adds its parser (imported lazily, so `--help` stays fast).
 SUBCOMMANDS: dict[str, str] = {
     "run": "ttscale.cli_run:register",
@@ -77,10 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except (UsageError, BudgetError, UnknownNameError, ModelError) as exc:
-        print(f"ttscale: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"ttscale: error: {one_line(exc, limit=500)}", file=sys.stderr)
         return EXIT_USAGE
     except Stopped as exc:
-        print(f"ttscale: {_one_line(exc)}", file=sys.stderr)
+        print(f"ttscale: {one_line(exc, limit=500)}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print(
@@ -96,15 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("TTSCALE_DEBUG"):
             raise
         print(
-            f"ttscale: error: {type(exc).__name__}: {_one_line(exc)} (set TTSCALE_DEBUG=1 for the traceback)",
+            f"ttscale: error: {type(exc).__name__}: {one_line(exc, limit=500)} (set TTSCALE_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return 1
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 500 else text[:497] + "..."
 
 
 if __name__ == "__main__":

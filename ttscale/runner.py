@@ -19,6 +19,7 @@ from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
 from ttscale.engine.base import Engine, EngineConfig, is_fatal
 from ttscale.engine.openai import OpenAIConfig
+from ttscale.messages import one_line
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
 from ttscale.params import task_defaults as suggested_params
@@ -333,12 +334,12 @@ async def solve(
     except Exception as exc:  # one bad problem must not sink a long run
         if is_fatal(exc):
             raise
-        answer, error = Answer(prediction=None), f"{type(exc).__name__}: {_one_line(exc)}"
+        answer, error = Answer(prediction=None), f"{type(exc).__name__}: {one_line(exc)}"
     try:
         # Grading may meet hostile model output; keep it off the event loop so the engine keeps streaming.
         correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
     except Exception as exc:  # a grader that chokes on an answer marks it wrong, with the reason
-        correct, error = False, error or f"grading failed: {type(exc).__name__}: {_one_line(exc)}"
+        correct, error = False, error or f"grading failed: {type(exc).__name__}: {one_line(exc)}"
     ledger.extra["wall_seconds"] = round(time.perf_counter() - started, 4)
     # Final samples that stopped at a length limit (max_tokens or the context): their answers may be missing.
     ledger.extra["cut_samples"] = sum(s.finish_reason == "length" for s in answer.samples)
@@ -369,10 +370,6 @@ def _check_fits(problem: Problem, engine: Engine) -> None:
             f"the question has {len(problem.question):,} characters: too long for any prompt "
             f"of max_model_len={limit} tokens"
         )
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:1000]
 
 
 def _token_budget(prepared: Prepared, problems: int) -> float | None:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
+from ttscale.messages import one_line
 from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 
 _RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
@@ -134,7 +135,7 @@ class OpenAIEngine(HFTokenizerMixin):
             tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         except Exception as exc:
             raise EngineFatalError(
-                f"cannot load the tokenizer of {config.tokenizer or config.model!r} ({_one_line(exc)}); "
+                f"cannot load the tokenizer of {config.tokenizer or config.model!r} ({one_line(exc)}); "
                 "give --tokenizer a local model folder, a hub id, or 'embedded'"
             ) from None
         secret = os.environ.get(config.api_key_env)
@@ -177,7 +178,7 @@ class OpenAIEngine(HFTokenizerMixin):
         try:
             return self._generation(data, prompt, params)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RequestError(f"{self.config.public_url()} sent a malformed completion: {_one_line(exc)}") from None
+            raise RequestError(f"{self.config.public_url()} sent a malformed completion: {one_line(exc)}") from None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -232,7 +233,7 @@ class OpenAIEngine(HFTokenizerMixin):
                 except (asyncio.TimeoutError, httpx.TimeoutException):
                     last = f"no answer within {self.config.request_timeout:g} s"
                 except (httpx.TransportError, OSError) as exc:
-                    last = f"connection failed ({_one_line(exc) or type(exc).__name__})"
+                    last = f"connection failed ({one_line(exc) or type(exc).__name__})"
                 else:
                     if raw is None:
                         raise RequestError(f"{where} sent more than {_MAX_BODY:,} bytes, more than any completion")
@@ -330,7 +331,7 @@ def _decode(raw: bytes, where: str) -> Any:
     try:
         return json.loads(raw.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError) as exc:
-        raise RequestError(f"{where} did not answer JSON ({_one_line(exc)[:200]})") from None
+        raise RequestError(f"{where} did not answer JSON ({one_line(exc)[:200]})") from None
 
 
 def _error_message(raw: bytes) -> str:
@@ -339,9 +340,9 @@ def _error_message(raw: bytes) -> str:
         data = json.loads(raw[:65536].decode("utf-8", errors="replace"))
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message", error) if isinstance(error, dict) else error
-        return _one_line(message)[:300]
+        return one_line(message)[:300]
     except (ValueError, RecursionError):
-        return _one_line(raw[:300].decode("utf-8", errors="replace")) or "(no message)"
+        return one_line(raw[:300].decode("utf-8", errors="replace")) or "(no message)"
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -350,10 +351,6 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         return None  # an HTTP date: the exponential backoff is a fine substitute
     return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _one_line(value: object) -> str:
-    return " ".join(str(value).split())
 
 
 __all__ = ["OpenAIConfig", "OpenAIEngine", "RequestError"]
