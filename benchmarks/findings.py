@@ -44,6 +44,8 @@ from ttscale.scaling import fit_coverage_from_samples, fit_ttspm
 from ttscale.scaling._resample import bootstrap_draws
 
 BOOT = 2000
+#: Equivalence margin of "equal accuracy" claims: 1 point, as the ETS goal of the issue states it.
+MARGIN = 0.01
 
 Records = list[list[dict[str, Any]]]
 """records[r][i]: repeat r, problem i (the same problems in the same order for every repeat)."""
@@ -192,9 +194,10 @@ def main() -> None:
         ets = run(sync, strategy="ets", budget="16k", params=wide, **common)
         kv = ratio(per_problem(rebase, reference_kv), per_problem(ets, reference_kv))
         d = diff(per_problem(ets, correct), per_problem(rebase, correct))
-        equal = d[1] <= 0 <= d[2]
+        # "Equal accuracy": the interval of the difference within ±1 point (the issue's margin).
+        equal = d[1] >= -MARGIN and d[2] <= MARGIN
         rows.append(("F5 ETS cuts KV at equal accuracy", verdict(kv, above=1) if equal else
-                     "not reproduced" if d[2] < 0 else "inconclusive",
+                     "not reproduced" if d[2] < -MARGIN or kv[2] < 1 else "inconclusive",
                      f"width {args.width}: REBASE/ETS reference KV {times(kv)}; ETS − REBASE accuracy {pts(d)}"))
 
         astar = run(sync, strategy="astar", budget=small, params={**tree, "parallel": 4}, **common)
@@ -202,9 +205,9 @@ def main() -> None:
                       **common)
         t = ratio(per_problem(astar, tokens), per_problem(bon_all, tokens))
         d = diff(per_problem(astar, correct), per_problem(bon_all, correct))
-        # "Reaches best-of-N's accuracy": not detectably lower (the interval of the difference reaches 0).
+        # "Reaches best-of-N's accuracy": at most 1 point lower anywhere in the interval of the difference.
         rows.append(("F6 A* reaches best-of-N accuracy with fewer tokens",
-                     "reproduced" if t[2] < 1 and d[2] >= 0 else
+                     "reproduced" if t[2] < 1 and d[1] >= -MARGIN else
                      "not reproduced" if t[1] > 1 or d[2] < 0 else "inconclusive",
                      f"at {small}: A*/best-of-N tokens {times(t)}; A* − best-of-N accuracy {pts(d)}"))
     finally:
