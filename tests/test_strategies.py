@@ -91,7 +91,8 @@ def test_generation_never_asks_past_the_model_length(sync_engine: Any) -> None:
     problem = TASK.problems()[0]
     ctx = Context(problem=problem, task=TASK, engine=sync_engine.engine, ledger=Ledger(Budget.parse("4k")))
     limit = sync_engine.engine.config.max_model_len
-    filler = sync_engine.engine.tokenize(" one two three" * 2000)
+    filler = sync_engine.engine.tokenize(" one two three" * (limit // 3 + 10))
+    assert len(filler) > limit  # the path must be able to reach the context limit
     near = sync_engine.loop.run(ctx.generate(filler[: limit - 5], SamplingParams(n=2, max_tokens=100)))
     assert near.completions and all(c.num_tokens <= 5 for c in near.completions)
     full = sync_engine.loop.run(ctx.generate(filler[:limit], SamplingParams(n=2, max_tokens=100)))
