@@ -54,6 +54,7 @@ from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.search import Node, Search, SearchParams, allocate
 from ttscale.search.ets_ilp import Selection, select_nodes
+from ttscale.search.rounds import Scored, reward_balanced
 from ttscale.types import Answer, Problem
 
 #: The reference's MATH-500 settings (hype-parameters/*.yaml, rebase.py); λ_s depends on the width.
@@ -122,30 +123,18 @@ async def ets(problem: Problem, ctx: Context, p: ETSParams) -> Answer:
     if n < 1:
         return await search.answer([], info={**info, "n": 0})
     rounds: list[dict[str, Any]] = []
-    (frontier,) = await search.expand([search.root], n)
-    ended: list[Node] = []
-    while frontier:
-        values = await search.score(frontier)
-        ended += [node for node in frontier if node.terminal]
-        open_ = [(node, value) for node, value in zip(frontier, values, strict=True) if not node.terminal]
-        left = n - len(ended)
-        if left <= 0 or not open_ or not search.can_expand:
-            frontier = [node for node, _ in open_]
-            break
+
+    async def keep(open_: Scored, left: int) -> Scored:
+        """Steps 2-3: REBASE's allocation as outcome weights, then the ILP's choice of nodes to keep."""
         nodes = [node for node, _ in open_]
-        search.selection_round(nodes)
         allocation = allocate([value for _, value in open_], left, temperature=p.temperature_b)
         selection = await _select(nodes, [w / left for w in allocation], p)
         kept = [(node, value) for (node, value), k in zip(open_, selection.keep, strict=True) if k]
         rounds.append({"candidates": len(nodes), "kept": len(kept), "clusters": selection.clusters,
                        "reference_kv": search.tree.reference_kv_per_round[-1]})
-        counts = allocate([value for _, value in kept], left, temperature=p.temperature_b)
-        groups = await search.expand([node for node, _ in kept], counts)
-        children = [child for group in groups for child in group]
-        if not children:  # the budget ended inside the step: the open nodes are all we have
-            frontier = nodes
-            break
-        frontier = children
+        return kept
+
+    candidates = await reward_balanced(search, n, temperature=p.temperature_b, keep=keep)  # step 4: REBASE
     info |= {
         "rounds": rounds,
         "ilp_rounds": len(rounds),
@@ -153,7 +142,7 @@ async def ets(problem: Problem, ctx: Context, p: ETSParams) -> Answer:
         "ilp_kept": sum(r["kept"] for r in rounds),
         "ilp_clusters": sum(r["clusters"] for r in rounds),
     }
-    return await search.answer(ended + frontier, info=info)
+    return await search.answer(candidates, info=info)
 
 
 async def _select(nodes: list[Node], outcome: list[float], p: ETSParams) -> Selection:

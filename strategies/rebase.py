@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
-from ttscale.search import Node, Search, SearchParams, allocate
+from ttscale.search import Search, SearchParams
+from ttscale.search.rounds import reward_balanced
 from ttscale.types import Answer, Problem
 
 
@@ -47,22 +48,5 @@ async def rebase(problem: Problem, ctx: Context, p: RebaseParams) -> Answer:
     n = p.n if p.n is not None else search.width_from_budget()
     if n < 1:
         return await search.answer([], info={"n": 0})
-    (frontier,) = await search.expand([search.root], n)
-    ended: list[Node] = []
-    while frontier:
-        values = await search.score(frontier)
-        ended += [node for node in frontier if node.terminal]
-        open_ = [(node, value) for node, value in zip(frontier, values, strict=True) if not node.terminal]
-        left = n - len(ended)
-        if left <= 0 or not open_ or not search.can_expand:
-            frontier = [node for node, _ in open_]
-            break
-        search.selection_round([node for node, _ in open_])
-        counts = allocate([value for _, value in open_], left, temperature=p.temperature_b)
-        groups = await search.expand([node for node, _ in open_], counts)
-        children = [child for group in groups for child in group]
-        if not children:  # the budget ended inside the step: the open nodes are all we have
-            frontier = [node for node, _ in open_]
-            break
-        frontier = children
-    return await search.answer(ended + frontier, info={"n": n, "temperature_b": p.temperature_b})
+    candidates = await reward_balanced(search, n, temperature=p.temperature_b)
+    return await search.answer(candidates, info={"n": n, "temperature_b": p.temperature_b})
