@@ -70,6 +70,7 @@ async def budget_forcing(problem: Problem, ctx: Context, p: BudgetForcingParams)
 async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> tuple[Sample, dict[str, Any]] | None:
     prefix = ctx.prompt() + ctx.engine.tokenize(fmt.open)
     thinking: list[int] = []  # the thought so far, as the next request continues it (delimiters left out)
+    wait = ctx.engine.tokenize(p.wait_word)
     used = waits = 0
     ended_at: int | None = None  # tokens thought when the model first ended its thinking by itself
     cut = False
@@ -85,7 +86,6 @@ async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> t
             cut = True
             break
         ended_at = used if ended_at is None else ended_at
-        wait = ctx.engine.tokenize(p.wait_word)
         below_minimum = p.min_thinking is None or used < p.min_thinking
         if waits >= p.waits or not below_minimum or used + len(wait) > p.thinking_budget:
             break

@@ -207,6 +207,10 @@ class Ledger:
         self.extra: dict[str, Any] = {}
         """Counters that other layers add (tree KV tokens, verifier calls, ...)."""
 
+    def tally(self, key: str, amount: int = 1) -> None:
+        """Add `amount` to the counter `key` of `extra` (written into the record with the ledger)."""
+        self.extra[key] = self.extra.get(key, 0) + amount
+
     # -- the view strategies use ------------------------------------------------------------
     @property
     def remaining(self) -> float:

@@ -51,7 +51,7 @@ class Context:
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
         room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
-            self.budget.extra["context_cut_requests"] = self.budget.extra.get("context_cut_requests", 0) + 1
+            self.budget.tally("context_cut_requests")
             return Generation(completions=(), prompt_tokens=len(ids))
         capped = params.max_tokens > room
         if capped:
@@ -66,12 +66,11 @@ class Context:
         finally:
             self.budget.settle(reservation, generation)
         if phase is not None:
-            key = f"{phase}_tokens"
-            self.budget.extra[key] = self.budget.extra.get(key, 0) + sum(c.num_tokens for c in generation.completions)
+            self.budget.tally(f"{phase}_tokens", sum(c.num_tokens for c in generation.completions))
         if capped:  # samples that ran into the model's context limit, not into the max_tokens asked for
             cut = sum(c.finish_reason == "length" and c.num_tokens >= room for c in generation.completions)
             if cut:
-                self.budget.extra["context_cut_samples"] = self.budget.extra.get("context_cut_samples", 0) + cut
+                self.budget.tally("context_cut_samples", cut)
         return generation
 
     async def score(self, prompt: Sequence[int], scorer: Scorer[T], *, role: Role = "verifier") -> T | None:
