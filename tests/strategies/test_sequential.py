@@ -6,6 +6,7 @@ The embedded model has no thinking tokens: the delimiters are the plain-text def
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -85,13 +86,18 @@ def test_no_thinking_prefills_a_finished_thought_and_votes_n_answers(sync_engine
 def test_revision_chains_see_their_earlier_attempts(sync_engine: Any) -> None:
     answer, _, engine = run(sync_engine, "revision", 3000, chains=2, revisions=3, max_tokens=48)
     assert answer.info["attempts_per_chain"] == [3, 3] and len(answer.samples) == 6
-    revising = [i for i, r in enumerate(engine.requests) if "Review your previous answer" in r[0]]
-    assert len(revising) == 4  # attempts 2 and 3 of each chain
-    for i in revising:
-        prompt = engine.requests[i][0]
-        earlier = {r[2].completions[0].text for r in engine.requests[:i]}
-        # Attempt k's prompt holds the k − 1 attempts before it, each followed by the request to revise.
-        assert sum(1 for text in earlier if text and text in prompt) >= prompt.count("Review your previous answer")
+    texts = [r[2].completions[0].text for r in engine.requests]
+    # The earlier attempts a prompt carries are its assistant turns, each followed by the request to revise.
+    turns = {i: re.findall(r"<\|im_start\|>assistant\n(.*?)<\|im_end\|>", r[0], flags=re.S)
+             for i, r in enumerate(engine.requests) if "Review your previous answer" in r[0]}
+    assert sorted(len(t) for t in turns.values()) == [1, 1, 2, 2]  # attempts 2 and 3 of each chain
+    for i, carried in turns.items():
+        assert len(carried) == engine.requests[i][0].count("Review your previous answer")
+        # Each is an attempt the engine wrote before this request (texts may repeat: a list, not a set) ...
+        assert all(text in texts[:i] for text in carried)
+        # ... and attempt 3 carries attempt 2's context, then the attempt it wrote.
+        if len(carried) == 2:
+            assert any(turns.get(j) == carried[:1] and texts[j] == carried[1] for j in range(i))
 
 
 def test_sequential_parameters_are_checked() -> None:
