@@ -31,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from ttscale.budget import Budget
-from ttscale.cli_sweep import difficulty, learn_from_sweep, load_results, outcomes, with_total_budget
 from ttscale.engine import SyncEngine
-from ttscale.policy import LearnOptions, Policy, candidate_key
+from ttscale.routing.allocation import with_total_budget
+from ttscale.routing.holdout import difficulty, learn_from_sweep
+from ttscale.routing.outcomes import load_results, outcomes
+from ttscale.routing.policy import LearnOptions, Policy, candidate_key
 from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RunDir
 from ttscale.strategies.adaptive import Allocator

@@ -34,7 +34,7 @@ import numpy as np
 
 from ttscale.engine import SyncEngine
 from ttscale.evals.base import load_task
-from ttscale.types import SamplingParams
+from ttscale.schema import SamplingParams
 from ttscale.verifiers.embeddings import embed
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

@@ -28,13 +28,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale import STRATEGIES
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.engine import SyncEngine
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class, parse_params
-from ttscale.types import Answer, Generation, Problem, SamplingParams
+from ttscale.schema import Answer, Generation, Problem, SamplingParams
+from ttscale.strategies import STRATEGIES
 
 BLOCK = 32  # the CPU engine's KV block (ttscale.engine.vllm)
 TREE = ("beam", "dvts", "rebase", "ets", "astar", "particle_filter")

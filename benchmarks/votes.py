@@ -4,7 +4,7 @@
 
 The pools are Qwen2.5-Math's 8 answers per MATH problem (equivalence/qwen25math_math_cot_100.jsonl,
 100 problems). For three ways of keying votes — the canonical string only, canonical + exact value
-(`normalize_answer`, the fast path), and that plus the symbolic merge of `ttscale.select` — it prints
+(`normalize_answer`, the fast path), and that plus the symbolic merge of `ttscale.selection` — it prints
 maj@8 accuracy (graded by the task grader against the reference) with a paired bootstrap CI of the
 difference, the number of vote groups, and the time to count a `--pool`-sample pool (the 8 answers
 repeated) per problem: median and max, both sides side by side in one run.
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ttscale import select
-from ttscale.types import Sample
+from ttscale import selection
+from ttscale.schema import Sample
 from ttscale.verifiers import math_equal
 from ttscale.verifiers.canonical import canonical
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     math_equal("1", "1")  # the grader's workers start off the clock
-    fast_off = select.SymbolicMerge(groups=0)
+    fast_off = selection.SymbolicMerge(groups=0)
     correct: dict[str, list[float]] = {"canonical": [], "exact value": [], "symbolic": []}
     groups: dict[str, list[int]] = {k: [] for k in correct}
     timing: dict[str, list[float]] = {"exact value": [], "symbolic": []}
@@ -62,14 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         prediction, n = canonical_only(answers)
         correct["canonical"].append(float(prediction is not None and math_equal(prediction, reference)))
         groups["canonical"].append(n)
-        for mode, settings in (("exact value", fast_off), ("symbolic", select.SymbolicMerge())):
-            select.SYMBOLIC = settings
-            prediction, votes = select.majority_vote([Sample(text="", answer=a, num_tokens=1) for a in answers])
+        for mode, settings in (("exact value", fast_off), ("symbolic", selection.SymbolicMerge())):
+            selection.SYMBOLIC = settings
+            prediction, votes = selection.majority_vote([Sample(text="", answer=a, num_tokens=1) for a in answers])
             correct[mode].append(float(prediction is not None and math_equal(prediction, reference)))
             groups[mode].append(len(votes))
             pool = [Sample(text="", answer=answers[i % len(answers)], num_tokens=1) for i in range(args.pool)]
             start = time.perf_counter()
-            select.majority_vote(pool)
+            selection.majority_vote(pool)
             timing[mode].append(time.perf_counter() - start)
     rng = np.random.default_rng(0)
     base = np.asarray(correct["canonical"])
@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  symbolic / exact-value median time: {ratio:.2f}x")
     # The worst case the merge allows: 16 distinct expressions; the 8 most voted compared (28 pairs), none equal.
     worst = [Sample(text="", answer=f"x^{{{i % 16 + 2}}} + {i % 16}x", num_tokens=1) for i in range(args.pool)]
-    for mode, settings in (("exact value", fast_off), ("symbolic", select.SymbolicMerge())):
-        select.SYMBOLIC = settings
+    for mode, settings in (("exact value", fast_off), ("symbolic", selection.SymbolicMerge())):
+        selection.SYMBOLIC = settings
         start = time.perf_counter()
-        select.majority_vote(worst)
+        selection.majority_vote(worst)
         elapsed = 1e3 * (time.perf_counter() - start)
         print(f"  {args.pool}-sample pool of 16 distinct expressions, {mode:<12} {elapsed:.1f} ms")
     return 0

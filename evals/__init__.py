@@ -1,5 +1,28 @@
-"""Tasks, answer extraction and metrics (installed as `ttscale.evals`)."""
+"""Tasks, answer extraction and metrics (installed as `ttscale.evals`), and the task registry.
 
-from ttscale.evals.base import Task, load_task
+Built-in tasks are registered in `TASKS` by path (imported when chosen); a plugin registers a factory with
+`@TASKS.register("name")` or under the `ttscale.tasks` entry-point group.
+"""
 
-__all__ = ["Task", "load_task"]
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ttscale.registry import Registry
+
+if TYPE_CHECKING:
+    from ttscale.evals.base import Task
+
+TASKS: Registry[Callable[..., Task]] = Registry("task", entry_point_group="ttscale.tasks")
+"""Tasks: factories `(**options) -> Task` (see ttscale.evals.base)."""
+TASKS.register("arithmetic", "ttscale.evals.arithmetic:ArithmeticTask", aliases=("arith",))
+TASKS.register("gsm8k", "ttscale.evals.datasets:gsm8k")
+TASKS.register("math500", "ttscale.evals.datasets:math500", aliases=("math_500", "math"))
+TASKS.register("aime24", "ttscale.evals.datasets:aime24", aliases=("aime2024",))
+TASKS.register("aime25", "ttscale.evals.datasets:aime25", aliases=("aime2025",))
+TASKS.register("jsonl", "ttscale.evals.datasets:jsonl_task")
+
+from ttscale.evals.base import Task, load_task  # noqa: E402 - after the registry, which load_task reads
+
+__all__ = ["TASKS", "Task", "load_task"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ttscale.evals.base import Message
 from ttscale.evals.extract import Extraction, extract
-from ttscale.types import Problem
+from ttscale.schema import Problem
 
 Generator = Callable[[random.Random], tuple[str, int]]
 #: level → (description, generator of (expression, value) from an RNG)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ttscale.evals import TASKS
 from ttscale.evals.extract import Extraction
-from ttscale.types import Problem
+from ttscale.schema import Problem
 
 Message = dict[str, str]
 
@@ -58,8 +59,6 @@ def param_defaults(task: Task) -> dict[str, Any]:
 
 def load_task(spec: str, **options: Any) -> Task:
     """Build a task from `name` or `name:argument` (e.g. `arithmetic:1-3`, `jsonl:PATH`) and keyword options."""
-    from ttscale import TASKS
-
     name, _, arg = spec.partition(":")
     factory = TASKS.get(name)
     try:

@@ -24,7 +24,7 @@ from typing import Any
 from ttscale.evals.base import Message
 from ttscale.evals.extract import Extraction, extract
 from ttscale.evals.loading import DatasetSpec, read_jsonl, to_problems
-from ttscale.types import Problem
+from ttscale.schema import Problem
 
 DATA_DIR_ENV = "TTSCALE_DATA_DIR"
 

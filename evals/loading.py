@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ttscale.types import Problem
+from ttscale.schema import Problem
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 

@@ -1,1 +1,38 @@
-"""Test-time strategies, one per file (installed as `ttscale.strategies`; registered in `ttscale.STRATEGIES`)."""
+"""Test-time strategies, one per file (installed as `ttscale.strategies`), and their registry.
+
+A strategy is `async def name(problem, ctx, p) -> Answer` with its parameter class attached by
+`@ttscale.params.strategy(Params)`. Built-ins are registered here by path (imported when chosen); a plugin
+registers with `@STRATEGIES.register("name")` or under the `ttscale.strategies` entry-point group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ttscale.registry import Registry
+
+if TYPE_CHECKING:
+    from ttscale.context import Context
+    from ttscale.schema import Answer, Problem
+
+    Strategy = Callable[[Problem, Context, Any], Awaitable[Answer]]
+    """A strategy: (problem, context, parameters) -> answer."""
+
+STRATEGIES: Registry[Strategy] = Registry("strategy", entry_point_group="ttscale.strategies")
+"""Test-time strategies: `async def strategy(problem, ctx, **params) -> Answer`."""
+STRATEGIES.register("best_of_n", "ttscale.strategies.best_of_n:best_of_n", aliases=("bon", "best_of"))
+STRATEGIES.register(
+    "self_consistency", "ttscale.strategies.self_consistency:self_consistency", aliases=("sc", "majority")
+)
+STRATEGIES.register("beam", "ttscale.strategies.beam:beam", aliases=("beam_search",))
+STRATEGIES.register("dvts", "ttscale.strategies.dvts:dvts")
+STRATEGIES.register("rebase", "ttscale.strategies.rebase:rebase")
+STRATEGIES.register("astar", "ttscale.strategies.astar:astar", aliases=("a_star", "astar_decoding"))
+STRATEGIES.register("particle_filter", "ttscale.strategies.particle_filter:particle_filter", aliases=("pf",))
+STRATEGIES.register("ets", "ttscale.strategies.ets:ets", aliases=("efficient_tree_search",))
+STRATEGIES.register("genrm", "ttscale.strategies.genrm:genrm", aliases=("gen_rm",))
+STRATEGIES.register("adaptive", "ttscale.strategies.adaptive:adaptive", aliases=("compute_optimal",))
+STRATEGIES.register("budget_forcing", "ttscale.strategies.budget_forcing:budget_forcing", aliases=("s1",))
+STRATEGIES.register("no_thinking", "ttscale.strategies.no_thinking:no_thinking", aliases=("nothinking",))
+STRATEGIES.register("revision", "ttscale.strategies.revision:revision", aliases=("revisions", "sequential_revision"))

@@ -17,24 +17,20 @@ ledger guarantees that the total is never passed, whatever the plan.
 from __future__ import annotations
 
 import hashlib
-import weakref
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ttscale.budget import Budget, Ledger
+from ttscale.budget import Budget
 from ttscale.context import Context
-from ttscale.difficulty import ProbeSettings, run_probe
-from ttscale.params import check_positive, params_class, parse_params, strategy, task_defaults
-from ttscale.policy import Policy
-from ttscale.types import Answer, Problem
-
-Curves = Mapping[int, Sequence[tuple[float, float]]]
+from ttscale.params import params_class, parse_params, strategy, task_defaults
+from ttscale.routing.allocation import allocator_for
+from ttscale.routing.difficulty import ProbeSettings, run_probe
+from ttscale.routing.policy import Policy
+from ttscale.schema import Answer, Problem
+from ttscale.strategies import STRATEGIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,8 +48,6 @@ class AdaptiveParams:
     """SHA-256 of the policy file, so that a run resumed with a changed policy is refused."""
 
     def __post_init__(self) -> None:
-        from ttscale import STRATEGIES
-
         if STRATEGIES.canonical(self.fallback) == "adaptive":
             raise ValueError("fallback must be another strategy than adaptive")
         if self.policy is not None:
@@ -73,8 +67,6 @@ class AdaptiveParams:
 def _load(path: str, digest: str) -> Policy:
     """One parse per file content (every problem of a run shares it); `digest` keys the cache by content."""
     policy = Policy.load(path)
-    from ttscale import STRATEGIES
-
     for k in range(1, policy.n_bins + 1):
         for b in policy.budgets:
             name, params = policy.choice(k, b)
@@ -86,13 +78,11 @@ def _load(path: str, digest: str) -> Policy:
 
 @strategy(AdaptiveParams)
 async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
-    from ttscale import STRATEGIES
-
     policy = _load(p.policy, p.digest) if p.policy else None
     settings = policy.probe if policy else ProbeSettings()
     ledger = ctx.budget
     # Created before this problem's first await, so its view of the pool is the pool before any probe.
-    allocator = _allocator(ledger, policy, settings, ctx) if ledger.pool is not None else None
+    allocator = allocator_for(ledger, policy, settings, ctx) if ledger.pool is not None else None
     probe = await run_probe(ctx, settings)
     k = policy.bin_of(probe.features, problem_id=problem.id) if policy else None
     granted = None
@@ -143,120 +133,3 @@ def _route(
         return None, {}, None
     name, params = policy.choice(k, row)
     return name, params, row
-
-
-# -- total budget ---------------------------------------------------------------------------------
-
-_ALLOCATORS: weakref.WeakKeyDictionary[Ledger, Allocator] = weakref.WeakKeyDictionary()
-
-
-def _allocator(ledger: Ledger, policy: Policy | None, settings: ProbeSettings, ctx: Context) -> Allocator:
-    """The allocator of this problem's pool, made by the pool's first problem (shared by all of them)."""
-    pool = ledger.pool
-    assert pool is not None
-    if pool not in _ALLOCATORS:
-        problems = pool.extra.get("problems")
-        if not isinstance(problems, int) or problems < 1:
-            raise ValueError("a total budget needs its pool to say how many problems it funds "
-                             "(pool.extra['problems']; see ttscale.cli_sweep.with_total_budget)")
-        if policy is not None and policy.data.get("budget_unit", "tokens") != pool.budget.unit:
-            raise ValueError(f"the policy's budgets are in {policy.data.get('budget_unit')}, the run's in "
-                             f"{pool.budget.unit}")
-        reserve = ledger.meter.cost(prompt_tokens=len(ctx.prompt()), cached_prompt_tokens=0,
-                                    gen_lengths=[settings.max_tokens] * settings.n)
-        _ALLOCATORS[pool] = Allocator(curves=policy.curves() if policy else None,
-                                      prior=policy.prior() if policy else {}, problems=problems,
-                                      available=pool.remaining, probe_reserve=reserve)
-    return _ALLOCATORS[pool]
-
-
-def plan_budget(*, curves: Curves, this_bin: int, others: Mapping[int, float], available: float, cap: float) -> float:
-    """This problem's budget when it and `others` (expected problems per bin) share `available`.
-
-    The Lagrangian of the multiple-choice knapsack: every bin takes argmax_b acc(b) − λ·b (ties to the
-    smaller b, so compute that buys nothing is never taken) with λ the smallest whose expected spend fits.
-    This problem's options are capped at `cap` (what its own ledger allows).
-    """
-    def pick(k: int, lam: float, limit: float) -> float:
-        options = [(b, a) for b, a in curves.get(k, [(0.0, 0.0)]) if b <= limit] or [(0.0, 0.0)]
-        return min(options, key=lambda o: (-(o[1] - lam * o[0]), o[0]))[0]
-
-    def spend(lam: float) -> float:
-        return pick(this_bin, lam, cap) + sum(n * pick(k, lam, float("inf")) for k, n in others.items())
-
-    lam = 0.0
-    if spend(0.0) > available:
-        smallest = min((b for pts in curves.values() for b, _ in pts if b > 0), default=1.0)
-        lo, hi = 0.0, 2.0 / smallest  # at λ = hi no accuracy gain (≤ 1) pays for even the smallest budget
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if spend(mid) <= available else (mid, hi)
-        lam = hi
-    b = pick(this_bin, lam, cap)
-    # The multiplier plans in expectation; this problem's own grant must fit what is free now.
-    return b if b <= available else pick(this_bin, lam, min(cap, max(available, 0.0)))
-
-
-class Allocator:
-    """Grants budgets under a total, one problem at a time as its probe finishes (see `plan_budget`).
-
-    `free` is what nobody has been promised: the pool's remaining at the start, less what is committed
-    (probes spent, grants not yet returned, what finished strategies spent), less a reserve for the u probes
-    still to come. The reserve is u × the worst case until three probes have been seen, then u·m + 2·s·√u
-    (m, s: mean and sd of the probes seen; at most u × the worst case): the sum of u probes concentrates
-    around u·m, and reserving every probe's worst case starves the plan of tokens the probes never use.
-    The pool ledger, not this plan, guarantees the total: a probe that finds the pool short is capped,
-    never paid beyond it. Without curves (no policy) every problem gets an equal share of what is free.
-    """
-
-    def __init__(self, *, curves: Curves | None, prior: Mapping[int, float], problems: int, available: float,
-                 probe_reserve: float, prior_weight: float = 10.0) -> None:
-        check_positive("problems", problems)
-        self.curves, self.prior, self.prior_weight = curves, dict(prior), prior_weight
-        self.available = available
-        """The pool's remaining when the plan began."""
-        self.probe_worst = probe_reserve
-        """A probe's worst case (n × max_tokens, in the budget's unit)."""
-        self.unprobed = problems
-        """Problems whose probe has not reported yet."""
-        self.committed = 0.0
-        """Probes spent + grants outstanding + what finished strategies spent."""
-        self.probes: list[float] = []
-        """What each probe spent."""
-        self.seen: Counter[int] = Counter()
-        """Bins of the problems granted so far."""
-
-    @property
-    def free(self) -> float:
-        return self.available - self.committed - self.probe_reserve()
-
-    def probe_reserve(self) -> float:
-        """What the probes still to come are expected to need (see the class docstring)."""
-        u = self.unprobed
-        if len(self.probes) < 3:
-            return u * self.probe_worst
-        return min(u * self.probe_worst, u * float(np.mean(self.probes)) + 2 * float(np.std(self.probes)) * u**0.5)
-
-    def grant(self, *, k: int, probe_spent: float, cap: float) -> float:
-        self.unprobed = max(0, self.unprobed - 1)
-        self.probes.append(probe_spent)
-        self.committed += probe_spent
-        self.seen[k] += 1
-        available = max(0.0, self.free)
-        if self.curves is None:
-            b = float(int(min(cap, available / (self.unprobed + 1))))
-        else:
-            b = plan_budget(curves=self.curves, this_bin=k, others=self._expected_others(), available=available,
-                            cap=cap)
-        self.committed += b
-        return b
-
-    def release(self, *, granted: float, spent: float) -> None:
-        """A problem finished: what it was granted and did not spend goes back to the others."""
-        self.committed -= max(0.0, granted - spent)
-
-    def _expected_others(self) -> dict[int, float]:
-        # Bins of the problems still to come: the training shares, updated by the bins seen so far.
-        total = self.prior_weight + sum(self.seen.values())
-        return {k: self.unprobed * (self.prior_weight * self.prior.get(k, 0.0) + self.seen[k]) / total
-                for k in set(self.prior) | set(self.seen)}

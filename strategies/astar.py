@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
+from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, Select
-from ttscale.types import Answer, Problem
 
 
 @dataclass(frozen=True, kw_only=True)

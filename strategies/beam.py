@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, strategy
+from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams
-from ttscale.types import Answer, Problem
 
 
 @dataclass(frozen=True, kw_only=True)

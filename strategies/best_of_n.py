@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool
+from ttscale.schema import Answer, Problem
 from ttscale.search.score import check_verifier_spec, load_verifier
-from ttscale.select import best_scored
-from ttscale.types import Answer, Problem
+from ttscale.selection import best_scored
 
 
 @dataclass(frozen=True, kw_only=True)

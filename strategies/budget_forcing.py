@@ -25,9 +25,9 @@ from typing import Any
 
 from ttscale.context import Context
 from ttscale.params import check_positive, strategy
-from ttscale.select import majority_vote
+from ttscale.schema import Answer, Problem, Sample
+from ttscale.selection import majority_vote
 from ttscale.thinking import ThinkingFormat, ThinkingParams, answer_after, sampling, thinking_format
-from ttscale.types import Answer, Problem, Sample
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import strategy
+from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search
 from ttscale.strategies.beam import BeamParams
-from ttscale.types import Answer, Problem
 
 
 @dataclass(frozen=True, kw_only=True)

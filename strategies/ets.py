@@ -52,10 +52,10 @@ from typing import Any, Literal
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
+from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, allocate
 from ttscale.search.ets_ilp import Selection, select_nodes
 from ttscale.search.rounds import Scored, reward_balanced
-from ttscale.types import Answer, Problem
 
 #: The reference's MATH-500 settings (hype-parameters/*.yaml, rebase.py); λ_s depends on the width.
 PAPER: dict[str, Any] = {

@@ -34,8 +34,8 @@ from typing import Any, Literal
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.sampling import PoolParams, sample_pool
-from ttscale.select import best_scored, weighted_vote
-from ttscale.types import Answer, Problem
+from ttscale.schema import Answer, Problem
+from ttscale.selection import best_scored, weighted_vote
 from ttscale.verifiers.genrm import GenRM, Verdict
 
 

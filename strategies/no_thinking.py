@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from ttscale.context import Context
 from ttscale.params import check_positive, strategy
 from ttscale.sampling import vote_or_verify
+from ttscale.schema import Answer, Problem
 from ttscale.search.score import check_verifier_spec
 from ttscale.thinking import ThinkingParams, sampling, thinking_format
-from ttscale.types import Answer, Problem
 
 #: The paper's prefilled thought.
 DUMMY_THOUGHT = "Okay, I think I have finished thinking."

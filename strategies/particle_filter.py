@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
+from ttscale.schema import Answer, Problem
 from ttscale.search import Search, SearchParams, Select, logit, resample, softmax
-from ttscale.types import Answer, Problem
 
 
 @dataclass(frozen=True, kw_only=True)

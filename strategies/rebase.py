@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
+from ttscale.schema import Answer, Problem
 from ttscale.search import Search, SearchParams
 from ttscale.search.rounds import reward_balanced
-from ttscale.types import Answer, Problem
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,8 +23,8 @@ from typing import Literal
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.sampling import vote_or_verify
+from ttscale.schema import Answer, Completion, Problem, SamplingParams
 from ttscale.search.score import check_verifier_spec
-from ttscale.types import Answer, Completion, Problem, SamplingParams
 
 
 @dataclass(frozen=True, kw_only=True)

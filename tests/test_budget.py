@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttscale.budget import Budget, BudgetError, Ledger, TokenMeter
-from ttscale.types import Completion, Generation, SamplingParams
+from ttscale.schema import Completion, Generation, SamplingParams
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,7 @@ def test_resume_refuses_a_different_run(sync_engine: Any, tmp_path: Path) -> Non
 def test_a_failing_strategy_is_recorded_not_fatal(
     sync_engine: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ttscale import STRATEGIES
+    from ttscale.strategies import STRATEGIES
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     STRATEGIES.register("broken_for_test", "helpers_broken:broken")

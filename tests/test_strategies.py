@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from ttscale import STRATEGIES
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class, parse_params
-from ttscale.select import majority_vote
-from ttscale.types import SamplingParams
+from ttscale.schema import SamplingParams
+from ttscale.selection import majority_vote
+from ttscale.strategies import STRATEGIES
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ count matrices C (rows × n, how often each unit was drawn), with which any stat
 per-unit sums is resampled in one product: the means of B resamples are (C @ sums) / (C @ counts).
 
 Users: `evals.metrics.bootstrap_mean` (a mean), the scaling fits (`ttscale.scaling._resample`, counts
-against sparse per-problem sums), the P4 ratio (`ttscale.savings`, one index row per refit) and paired
+against sparse per-problem sums), the P4 ratio (`ttscale.routing.savings`, one index row per refit) and paired
 comparisons (`ttscale.paired`, a cluster bootstrap of differences and ratios of means).
 
 scipy.stats.bootstrap resamples the same way, but needs the whole (B × n) draw of a vectorised

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from ttscale.types import Generation, SamplingParams
+from ttscale.schema import Generation, SamplingParams
 
 Role = Literal["policy", "verifier"]
 
@@ -206,6 +206,8 @@ class Ledger:
         """Requests that got nothing because nothing was left."""
         self.extra: dict[str, Any] = {}
         """Counters that other layers add (tree KV tokens, verifier calls, ...)."""
+        self.shared: dict[str, Any] = {}
+        """State the problems drawing on this ledger share (a total budget's allocator); never recorded."""
 
     def tally(self, key: str, amount: int = 1) -> None:
         """Add `amount` to the counter `key` of `extra` (written into the record with the ledger)."""

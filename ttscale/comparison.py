@@ -28,9 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ttscale import runs
 from ttscale.paired import METRICS, PairResult, compare_pair
-from ttscale.policy import candidate_key
+from ttscale.routing.policy import candidate_key
 from ttscale.storage import CONFIG, RunDir
+from ttscale.strategies import STRATEGIES
 from ttscale.sweep import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
@@ -187,7 +189,6 @@ def compare_spec(
     engine_config: EngineConfig | None = None, concurrency: int = 64,
 ) -> SweepSpec:
     """The sweep that runs a comparison: one grid entry per strategy, one budget, seeds 0..repeats−1."""
-    from ttscale import STRATEGIES
     from ttscale.engine.base import EngineConfig
 
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -237,9 +238,9 @@ def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = Non
 
 
 def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One run directory's config.json and finished records: the one place compare reads a run."""
-    run = RunDir(path)
-    return run.read_config(), run.records()
+    """One run directory's config.json and finished records (through ttscale.runs, as fit and report read it)."""
+    run = runs.read_run(path, finished=False)
+    return run.config, run.records
 
 
 def load_arms(paths: Sequence[str | Path], *, group: Group = "config") -> list[Arm]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ttscale.budget import Ledger, Role
 from ttscale.evals.base import extraction_of
-from ttscale.types import Completion, Generation, Problem, Sample, SamplingParams
+from ttscale.schema import Completion, Generation, Problem, Sample, SamplingParams
 
 T = TypeVar("T")
 Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]

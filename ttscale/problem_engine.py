@@ -9,7 +9,7 @@ from typing import Any
 
 from ttscale.engine.base import Engine, Prompt
 from ttscale.progress import Progress
-from ttscale.types import Generation, SamplingParams
+from ttscale.schema import Generation, SamplingParams
 
 
 class ProblemEngine:

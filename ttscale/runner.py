@@ -26,9 +26,11 @@ from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
 from ttscale.run_config import default_out, record_engine, write_config  # noqa: F401 - the runner's names too
+from ttscale.runs import grade_samples
+from ttscale.schema import Answer, Problem, RunRecord
 from ttscale.storage import SUMMARY, RunDir, RunDirError
+from ttscale.strategies import STRATEGIES
 from ttscale.summary import summarize
-from ttscale.types import Answer, Problem, RunRecord
 
 Solver = Callable[[Problem], Awaitable[dict[str, Any]]]
 """Solves one problem and returns its results.jsonl record (in this process, or on a Ray worker)."""
@@ -141,7 +143,6 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     them and `--resume` (which passes False and reuses the stored spec) never re-resolves an old run
     under newer defaults.
     """
-    from ttscale import STRATEGIES
     from ttscale.evals.base import load_task
     from ttscale.models import resolve_model
 
@@ -340,6 +341,8 @@ async def solve(
         correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
     except Exception as exc:  # a grader that chokes on an answer marks it wrong, with the reason
         correct, error = False, error or f"grading failed: {type(exc).__name__}: {one_line(exc)}"
+    # Every sample's verdict, once per distinct answer, so coverage and pass@k read the task's own grading.
+    verdicts = await asyncio.to_thread(grade_samples, prepared.task, problem, [s.answer for s in answer.samples])
     ledger.extra["wall_seconds"] = round(time.perf_counter() - started, 4)
     # Final samples that stopped at a length limit (max_tokens or the context): their answers may be missing.
     ledger.extra["cut_samples"] = sum(s.finish_reason == "length" for s in answer.samples)
@@ -350,7 +353,7 @@ async def solve(
         reference=problem.reference,
         correct=bool(correct),
         ledger=ledger.to_dict(),
-        samples=[s.to_dict() for s in answer.samples],
+        samples=[{**s.to_dict(), "correct": verdicts[s.answer]} for s in answer.samples],
         level=problem.level,
         info=answer.info,
         error=error,

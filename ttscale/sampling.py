@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range
-from ttscale.types import Completion, Sample, SamplingParams
+from ttscale.schema import Completion, Sample, SamplingParams
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +60,7 @@ async def vote_or_verify(
     Returns the prediction, the candidates as samples (scored when a verifier scored them) and the votes.
     """
     from ttscale.search.score import load_verifier
-    from ttscale.select import best_scored, majority_vote
+    from ttscale.selection import best_scored, majority_vote
 
     if verifier is None:
         samples = [ctx.sample(c) for c in completions]

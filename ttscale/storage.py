@@ -152,6 +152,14 @@ class RunDir:
         # Copies: the parsed lines are kept for the next read, and a caller may edit what it gets.
         return [dict(r) for r in self._read.first.values()]
 
+    def torn_tail(self) -> bool:
+        """Whether results.jsonl ends in a torn line (a write cut off, or still under way); `records` leaves it out."""
+        good = self._read_lines()
+        try:
+            return (self.path / RESULTS).stat().st_size > good
+        except FileNotFoundError:
+            return False
+
     def finished_ids(self) -> set[str]:
         self._read_lines()
         return set(self._read.first)

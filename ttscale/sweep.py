@@ -14,7 +14,7 @@ draws whose distribution depends neither on the request's n nor on other request
 the n sequences of a request independently), so the first k samples of the pool are distributed as a run's
 k samples. A cell is derived only when the replay needs no sample the pool lacks, truncates nothing (a
 lowered max_tokens would change the samples) and the scorer costs nothing (verifier tokens are not
-replayable); otherwise it is run directly. GenRM (ttscale.replay): the first S solutions and the first V
+replayable); otherwise it is run directly. GenRM (ttscale.routing.replay): the first S solutions and the first V
 chains of each, with exact generated tokens; a grid over n and verifications runs only its largest (S, V)
 at the largest budget and derives every other (S, V, budget) from it. Token budgets only: a FLOP budget
 prices prompts and cache hits, which a replay does not know.
@@ -35,8 +35,8 @@ from typing import Any
 
 from ttscale.budget import Budget
 from ttscale.engine.base import Engine, EngineConfig
-from ttscale.policy import candidate_key
-from ttscale.replay import (  # noqa: F401
+from ttscale.routing.policy import candidate_key
+from ttscale.routing.replay import (  # noqa: F401
     POOL_STRATEGIES,
     derive_cell,
     derive_record,
@@ -45,8 +45,9 @@ from ttscale.replay import (  # noqa: F401
     thinking_derivable,
 )
 from ttscale.runner import Prepared, RunSpec, check_resume, execute, prepare, write_config
+from ttscale.schema import Problem
 from ttscale.storage import CONFIG, SUMMARY, RunDir
-from ttscale.types import Problem
+from ttscale.strategies import STRATEGIES
 
 SWEEP = "sweep.json"
 #: Run seed of the held-out difficulty pool: requests are seeded by it, so it shares no sample with any candidate cell.
@@ -95,7 +96,7 @@ class Cell:
     source: str | None = None
     """Id of the cell this one is derived from by subsampling; None = run directly."""
     holdout: bool = False
-    """The held-out difficulty pool (ttscale.holdout), not a candidate: run on `seed`'s engine under HOLDOUT_SEED."""
+    """The held-out difficulty pool (routing.holdout), not a candidate: run on `seed`'s engine under HOLDOUT_SEED."""
 
     @property
     def id(self) -> str:
@@ -135,7 +136,7 @@ class SweepSpec:
     subsample: bool = True
     """Derive the smaller budgets of sample-pool strategies from the largest one's stored pool."""
     holdout: int = 0
-    """Samples per problem of a held-out difficulty pool (probe + p̂₁, see ttscale.holdout); 0 = none."""
+    """Samples per problem of a held-out difficulty pool (probe + p̂₁, see ttscale.routing.holdout); 0 = none."""
     task_defaults: bool = True
     """Cells get the task's suggested parameters (`ttscale.params.task_defaults`); False for sweeps made before
     them (sweep.json without the key), so a resumed sweep's new cells run as its first ones did."""
@@ -159,8 +160,6 @@ class SweepSpec:
 
     def cells(self) -> list[Cell]:
         """Every cell, sources before the cells derived from them."""
-        from ttscale import STRATEGIES
-
         out: list[Cell] = []
         for entry, seed in itertools.product(self.grid, self.seeds):
             name = STRATEGIES.canonical(entry.strategy)
@@ -222,7 +221,7 @@ def _canonical_budget(text: str) -> str:
 def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None) -> None:
     """Start a new sweep directory; refuses one that already holds a sweep."""
     from ttscale import __version__
-    from ttscale.holdout import holdout_cells
+    from ttscale.routing.holdout import holdout_cells
 
     path = Path(root)
     if (path / SWEEP).exists():
@@ -270,7 +269,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
     An `engine` given by the caller is used for every seed as it is (tests, notebooks): the seed is then
     only the cell's label.
     """
-    from ttscale.holdout import holdout_cells
+    from ttscale.routing.holdout import holdout_cells
     cells = spec.cells()
     for seed in spec.seeds:
         own: Engine | None = None

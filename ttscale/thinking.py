@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range
+from ttscale.schema import Completion, SamplingParams
 from ttscale.search.steps import unescape
-from ttscale.types import Completion, SamplingParams
 
 AUTO = "auto"
 #: Where a model has no thinking tokens: plain-text delimiters it can read and (rarely) write.

@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range
-from ttscale.types import Completion, SamplingParams
+from ttscale.schema import Completion, SamplingParams
 from ttscale.verifiers.judging import TOP_K, yes_probability
 
 QUESTION = "Is the answer correct (Yes/No)?"

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ttscale.context import Context
-from ttscale.types import SamplingParams
+from ttscale.schema import SamplingParams
 
 YES = frozenset({"yes", "y", "correct", "true", "+"})
 NO = frozenset({"no", "n", "incorrect", "wrong", "false", "-"})

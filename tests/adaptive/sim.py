@@ -19,16 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ttscale import STRATEGIES
 from ttscale.budget import Budget
-from ttscale.difficulty import Features, ProbeSettings
 from ttscale.engine.base import EngineConfig
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class, parse_params
-from ttscale.policy import Difficulty, LearnOptions, Outcome, learn_policy
+from ttscale.routing.difficulty import Features, ProbeSettings
+from ttscale.routing.policy import Difficulty, LearnOptions, Outcome, learn_policy
 from ttscale.runner import Meters, Prepared, RunSpec
+from ttscale.schema import Completion, FinishReason, Generation, Problem, SamplingParams
+from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy
-from ttscale.types import Completion, FinishReason, Generation, Problem, SamplingParams
 
 REPO = Path(__file__).resolve().parents[2]
 

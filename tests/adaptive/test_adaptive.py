@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from tests.adaptive.sim import SeededSimulator, prepared_for, synthetic_policy
 from ttscale.budget import Budget
-from ttscale.cli_sweep import with_total_budget
-from ttscale.difficulty import ProbeSettings
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import parse_params
-from ttscale.policy import Policy
+from ttscale.routing.allocation import with_total_budget
+from ttscale.routing.difficulty import ProbeSettings
+from ttscale.routing.policy import Policy
 from ttscale.runner import execute, solve
 from ttscale.storage import RunDir
 from ttscale.strategies.adaptive import AdaptiveParams
@@ -156,9 +156,9 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
 
 
 def test_a_routed_strategy_gets_the_task_defaults_its_sweep_cell_ran_with(tmp_path: Path) -> None:
-    from ttscale import STRATEGIES
     from ttscale.budget import Budget
     from ttscale.evals.base import load_task
+    from ttscale.strategies import STRATEGIES
     from ttscale.strategies.adaptive import routed_params
 
     data = tmp_path / "math.jsonl"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ttscale.difficulty import (
+from ttscale.routing.difficulty import (
     Features,
     Predictor,
     ProbeSettings,

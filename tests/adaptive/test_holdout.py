@@ -22,14 +22,14 @@ from tests.adaptive.sim import (
     synthetic_problems,
 )
 from ttscale.cli import main
-from ttscale.cli_sweep import load_results
-from ttscale.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
-from ttscale.holdout import difficulty, holdout_cells, learn_from_sweep
-from ttscale.policy import Difficulty, LearnOptions, Policy, learn_policy
 from ttscale.problem_engine import ProblemEngine
-from ttscale.savings import baseline_tokens, tokens_saved
+from ttscale.routing.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
+from ttscale.routing.holdout import difficulty, holdout_cells, learn_from_sweep
+from ttscale.routing.outcomes import load_results
+from ttscale.routing.policy import Difficulty, LearnOptions, Policy, learn_policy
+from ttscale.routing.savings import baseline_tokens, tokens_saved
+from ttscale.schema import SamplingParams
 from ttscale.sweep import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
-from ttscale.types import SamplingParams
 
 
 class SeedEcho(SeededSimulator):
@@ -258,7 +258,7 @@ def test_a_verifier_bin_policy_routes_a_live_problem_by_its_probes_verifier_scor
     import json
 
     from tests.adaptive.sim import prepared_for
-    from ttscale.difficulty import ProbeSettings
+    from ttscale.routing.difficulty import ProbeSettings
     from ttscale.runner import solve
 
     policy = learn_policy(outcomes=synthetic_outcomes(), difficulty=verifier_difficulty(),

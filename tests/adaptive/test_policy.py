@@ -18,9 +18,9 @@ from tests.adaptive.sim import (
     synthetic_outcomes,
     synthetic_policy,
 )
-from ttscale.difficulty import Features
-from ttscale.policy import LearnOptions, Outcome, Policy, learn_policy
-from ttscale.strategies.adaptive import Allocator, plan_budget
+from ttscale.routing.allocation import Allocator, plan_budget
+from ttscale.routing.difficulty import Features
+from ttscale.routing.policy import LearnOptions, Outcome, Policy, learn_policy
 
 
 def learn(bins: str = "oracle", **kwargs: object) -> dict:
@@ -88,7 +88,7 @@ def test_learn_options_are_validated(field: str, value: object, message: str) ->
 def test_the_policy_json_is_readable_and_reads_back(tmp_path: Path) -> None:
     path = synthetic_policy(tmp_path)
     data = json.loads(path.read_text())
-    assert data["format"] == "ttscale.policy/1" and data["difficulty"]["probe"]["n"] == 2
+    assert data["format"] == "ttscale.routing.policy/1" and data["difficulty"]["probe"]["n"] == 2
     policy = Policy.load(path)
     assert policy.budgets == [256.0, 1024.0]
     assert policy.choice(3, 1024.0) == ("self_consistency", {"max_tokens": "48"})  # C

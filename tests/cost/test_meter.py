@@ -13,7 +13,7 @@ import pytest
 from ttscale.budget import Budget, BudgetError, Ledger
 from ttscale.cost import CostModel, ModelShape
 from ttscale.cost.meter import GenerationMeter, eflop_meter
-from ttscale.types import Completion, Generation, SamplingParams
+from ttscale.schema import Completion, Generation, SamplingParams
 
 REPO = Path(__file__).parents[2]
 CONFIG = {

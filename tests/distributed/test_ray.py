@@ -15,8 +15,8 @@ from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.distributed.pool import WorkerPool, _Member
 from ttscale.engine.base import EngineConfig, EngineFatalError
 from ttscale.runner import Prepared, RunSpec, prepare, run_problems
+from ttscale.schema import Problem
 from ttscale.storage import RunDir
-from ttscale.types import Problem
 
 ray = pytest.importorskip("ray")
 

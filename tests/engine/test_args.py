@@ -62,7 +62,7 @@ def test_an_engine_argument_that_is_a_field_sets_the_field_and_is_checked() -> N
 
 
 def test_engine_settings_come_from_a_config_file_and_flags_win(tmp_path: Path) -> None:
-    from ttscale.cli_run import build_spec
+    from ttscale.cli.run import build_spec
 
     path = tmp_path / "run.yaml"
     path.write_text("strategy: sc\nengine:\n  max_num_seqs: 16\n  kv_cache_dtype: fp8\n"

@@ -25,7 +25,7 @@ import pytest
 from tests.hostile.stub_server import Reply, StubServer, hang, json_reply
 from ttscale.engine.base import EngineFatalError
 from ttscale.engine.openai import OpenAIConfig, OpenAIEngine, RequestError
-from ttscale.types import SamplingParams
+from ttscale.schema import SamplingParams
 
 pytestmark = pytest.mark.slow
 

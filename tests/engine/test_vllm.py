@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.types import SamplingParams
+from ttscale.schema import SamplingParams
 
 pytestmark = pytest.mark.slow
 

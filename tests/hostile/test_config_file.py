@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ttscale.cli import build_parser
-from ttscale.cli_run import build_spec
+from ttscale.cli.run import build_spec
 
 YAML = """\
 strategy: self_consistency

@@ -16,7 +16,7 @@ from tests.report.report_synthetic import make_run
 from ttscale.budget import Budget, Ledger
 from ttscale.evals.metrics import pass_at_k, wilson_interval
 from ttscale.report import RunLoadError, load_runs, pass_at_k_table, run_table
-from ttscale.types import RunRecord
+from ttscale.schema import RunRecord
 
 
 def test_the_synthetic_runs_have_the_real_layout(sweep: Path) -> None:

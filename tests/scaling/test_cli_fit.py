@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -92,52 +93,38 @@ def test_genrm_points_need_lambda(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert code == 0 and json.loads(out)["params"]["a"]["estimate"] > 0
 
 
-def _run_dir(folder: Path, records: list[dict]) -> Path:
-    folder.mkdir()
-    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (folder / "config.json").write_text(json.dumps({"engine": {"model": "Qwen/Qwen3-8B"}}))
-    return folder
+REAL = Path(__file__).resolve().parents[1] / "data" / "real_runs"
+#: Real runs of `ttscale run` (tests/data/make_runs.py): self-consistency with 4, 8 and 16 samples, 12 problems.
+RUNS = [REAL / name for name in ("sc-n4", "sc-n8", "sc-n16")]
 
 
-def test_run_directories_feed_the_laws(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    rng = np.random.default_rng(1)
-    records, sat = [], []
-    for pid in range(40):
-        hard = pid % 3 == 0
-        samples = [
-            {"text": "", "answer": "7" if rng.random() < (0.05 if hard else 0.4) else "3", "num_tokens": 10}
-            for _ in range(32)
-        ]
-        records.append(
-            {
-                "id": str(pid),
-                "strategy": "best_of_n",
-                "reference": "7",
-                "correct": True,
-                "ledger": {"budget": 320, "unit": "tokens", "spent": 320, "samples": 32},
-                "samples": samples,
-            }
-        )
-        for budget in (1, 2, 4, 8, 16):
-            sat.append(
-                {
-                    "id": str(pid),
-                    "strategy": "sc",
-                    "reference": "7",
-                    "samples": [],
-                    "correct": bool(rng.random() < 0.8 * (1 - 0.85**budget)),
-                    "ledger": {"budget": budget, "unit": "tokens", "spent": budget, "samples": budget},
-                }
-            )
-    runs = _run_dir(tmp_path / "bon", records)
-    code, out, _ = _run(capsys, "fit", "--law", "coverage", str(runs), "--json", "--n-boot", "100")
-    assert code == 0 and json.loads(out)["n_units"] == 40
-    sat_runs = _run_dir(tmp_path / "sat", [*sat, {"id": "x", "error": "boom", "ledger": {}}])
-    code, out, _ = _run(capsys, "fit", "--law", "saturation", str(sat_runs), "--json", "--n-boot", "100")
+def test_run_directories_feed_the_laws(capsys: pytest.CaptureFixture[str]) -> None:
+    from ttscale.runs import read_run
+    from ttscale.scaling import fit_coverage_from_samples, fit_saturation
+
+    records = [r for run in RUNS for r in read_run(run).records]
+    code, out, _ = _run(capsys, "fit", "--law", "coverage", *map(str, RUNS), "--json", "--n-boot", "100")
+    # Coverage pools each problem's samples over the runs, each graded as the run stored it.
+    n = {r["id"]: 0 for r in records}
+    correct = dict(n)
+    for r in records:
+        n[r["id"]] += len(r["samples"])
+        correct[r["id"]] += sum(s["correct"] for s in r["samples"])
+    expected = fit_coverage_from_samples(n=np.array(list(n.values())), correct=np.array(list(correct.values())),
+                                         n_boot=100, seed=0)
     report = json.loads(out)
-    assert code == 0 and report["n_units"] == 40 and 0.5 < report["params"]["F_max"]["estimate"] < 1.1
-    code, _, err = _run(capsys, "fit", "--law", "kinetics", str(runs))
-    assert code == 2 and "kinetics needs eFLOPs per record" in err
+    assert code == 0 and report["n_units"] == 12
+    assert report["params"]["a"]["estimate"] == pytest.approx(expected.params["a"])
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", "--x", "samples", *map(str, RUNS), "--json",
+                        "--n-boot", "100")
+    report = json.loads(out)
+    expected = fit_saturation(budget=np.array([float(r["ledger"]["samples"]) for r in records]),
+                              accuracy=np.array([float(r["correct"]) for r in records]),
+                              problem=np.array([r["id"] for r in records]), n_boot=100, seed=0)
+    assert code == 0 and report["n_units"] == 12 and report["n_points"] == 3
+    assert report["params"]["F_max"]["estimate"] == pytest.approx(expected.params["F_max"])
+    code, _, err = _run(capsys, "fit", "--law", "genrm", *map(str, RUNS), "--lambda", "1")
+    assert code == 2 and "genrm needs info.S in every record" in err
 
 
 @pytest.mark.parametrize(
@@ -190,23 +177,24 @@ def test_plot_without_matplotlib_is_a_usage_error(capsys: pytest.CaptureFixture[
 def test_kinetics_from_run_directories_labels_runs_by_their_model(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    rng = np.random.default_rng(2)
-    for name, scale, skill in (("small", 1.0, 0.3), ("large", 4.0, 0.8)):
-        records = []
-        for q in range(25):
-            for n in (1, 2, 4, 8, 16):
-                spent = n * scale * 1e15 * (0.9 + 0.1 * rng.random())
-                ledger = {"budget": n * scale * 1e15, "unit": "eflop", "spent": spent}
-                correct = bool(rng.random() < skill * (1 - 0.5**n))
-                records.append(
-                    {"id": str(q), "strategy": "bon", "samples": [], "correct": correct, "ledger": ledger}
-                )
-        folder = _run_dir(tmp_path / name, records)
-        (folder / "config.json").write_text(json.dumps({"engine": {"model": f"org/{name}-model"}}))
-    code, out, _ = _run(capsys, "fit", "--law", "kinetics", str(tmp_path / "small"), str(tmp_path / "large"),
-                        "--json", "--n-boot", "50")  # fmt: skip
+    # The real runs, relabelled as two models in config.json's own layout (identity.engine.model); the
+    # "large" one costs 4x the eFLOPs per record and answers every problem.
+    folders = []
+    for name, scale in (("small", 1.0), ("large", 4.0)):
+        for run in RUNS:
+            folder = Path(shutil.copytree(run, tmp_path / name / run.name))
+            config = json.loads((folder / "config.json").read_text())
+            config["identity"]["engine"]["model"] = f"org/{name}-model"
+            (folder / "config.json").write_text(json.dumps(config))
+            lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+            for record in lines:
+                record["ledger"]["eflops"] *= scale
+                record["correct"] = record["correct"] or name == "large"
+            (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+            folders.append(str(folder))
+    code, out, _ = _run(capsys, "fit", "--law", "kinetics", *folders, "--json", "--n-boot", "50")
     assert code == 0
     report = json.loads(out)
     assert report["details"]["models"] == ["org/small-model", "org/large-model"]
-    assert report["details"]["owners"][0]["model"] == "org/small-model"
-    assert report["n_units"] == 25
+    assert {o["model"] for o in report["details"]["owners"]} <= {"org/small-model", "org/large-model"}
+    assert report["n_units"] == 12

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ttscale import VERIFIERS
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
+from ttscale.verifiers import VERIFIERS
 from ttscale.verifiers.arithmetic import ArithmeticVerifier
 from ttscale.verifiers.base import Verifier
 from ttscale.verifiers.noisy_oracle import NoisyOracle

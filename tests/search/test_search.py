@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from ttscale.schema import Answer
 from ttscale.search import Search, SearchParams
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
-from ttscale.types import Answer
 
 
 def run(coro: Any) -> Any:

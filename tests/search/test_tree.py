@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ttscale.schema import Completion
 from ttscale.search import Node, Tree, split_steps, step_end
 from ttscale.search.steps import unescape
-from ttscale.types import Completion
 
 
 def test_split_steps_on_the_default_and_a_custom_delimiter() -> None:

@@ -15,8 +15,8 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttscale import STRATEGIES
 from ttscale.params import params_class, parse_params
+from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 NAMES = STRATEGIES.names()

@@ -12,9 +12,9 @@ import pytest
 
 from ttscale.context import Context
 from ttscale.params import parse_params
+from ttscale.schema import Answer
 from ttscale.strategies.genrm import GenRMParams, budget_split, genrm, plan_verifications
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
-from ttscale.types import Answer
 
 
 def run(
@@ -153,7 +153,7 @@ class ScriptedGenRM(SimulatedArithmeticPolicy):
         self.served: dict[str, int] = {}
 
     async def generate(self, prompt: Any, params: Any, *, seed: int | None = None) -> Any:
-        from ttscale.types import Completion, Generation
+        from ttscale.schema import Completion, Generation
 
         await asyncio.sleep(0)
         text = self.detokenize(prompt)
@@ -174,7 +174,7 @@ class ScriptedGenRM(SimulatedArithmeticPolicy):
         return Generation(completions=tuple(out), prompt_tokens=len(prompt))
 
     def _complete(self, text: str, verdict: dict[str, float] | None, max_tokens: int) -> Any:
-        from ttscale.types import Completion
+        from ttscale.schema import Completion
 
         ids = [*self.tokenize(text), 2][:max_tokens]
         at = max(text.rfind(" Yes"), text.rfind(" No")) + 1
@@ -294,7 +294,7 @@ def fresh(reference: str) -> ScriptedGenRM:
 
 
 def test_lambda_is_measured_on_genrms_own_requests_not_on_a_probe_before_it() -> None:
-    from ttscale.types import SamplingParams
+    from ttscale.schema import SamplingParams
 
     sim = SimulatedArithmeticPolicy(seed=0)
     ctx = make_context(sim, "6k")

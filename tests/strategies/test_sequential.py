@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from ttscale import STRATEGIES
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class
-from ttscale.types import Generation, SamplingParams
+from ttscale.schema import Generation, SamplingParams
+from ttscale.strategies import STRATEGIES
 
 TASK = ArithmeticTask(levels=(2,), per_level=2)
 

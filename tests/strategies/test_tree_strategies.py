@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ttscale import STRATEGIES
 from ttscale.params import params_class, parse_params
+from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 TREE_STRATEGIES = ["beam", "dvts", "rebase", "ets", "astar", "particle_filter"]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from ttscale.schema import Generation, SamplingParams
 from ttscale.testing import LatencyEngine, LatencyModel
-from ttscale.types import Generation, SamplingParams
 
 PROMPT = [{"role": "user", "content": "Calculate 12 + 7. Give the result as a number."}]
 # Requests whose outcome does not depend on what the model writes: a cut by max_tokens, a judge's one token,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from ttscale import STRATEGIES
 from ttscale.params import params_class
+from ttscale.strategies import STRATEGIES
 from ttscale.testing import SimulatedArithmeticPolicy, make_context
 
 

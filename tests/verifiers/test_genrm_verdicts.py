@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ttscale.types import Completion
+from ttscale.schema import Completion
 from ttscale.verifiers.genrm import VERIFY, chain_verdict, verdict_yes_probability
 
 WORDS = ["<eos>", "The", " sum", " is", " 7", ".", "\n", "Is", " the", " answer", " correct", " (", "Yes", "/",

@@ -23,7 +23,7 @@ from ttscale.engine.base import is_fatal
 
 if TYPE_CHECKING:
     from ttscale.runner import Prepared
-    from ttscale.types import Problem
+    from ttscale.schema import Problem
 
 _OBJECT_STORE = 512 * 1024 * 1024  # problems and records are small; Ray's default takes 30% of RAM
 _STOP_TIMEOUT = 30.0  # seconds a worker gets to close its engine before it is killed
@@ -286,7 +286,7 @@ class WorkerPool:
 
     def _gave_up(self, problem: Problem, attempts: int, cause: str) -> dict[str, Any]:
         """A problem that took `attempts` workers down with it: recorded as failed, not sent again."""
-        from ttscale.types import RunRecord
+        from ttscale.schema import RunRecord
 
         return RunRecord(
             id=problem.id,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ttscale.engine.base import Engine
     from ttscale.runner import Prepared
-    from ttscale.types import Problem
+    from ttscale.schema import Problem
 
 
 class Worker:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ttscale.types import Generation, SamplingParams
+from ttscale.schema import Generation, SamplingParams
 
 Prompt = str | Sequence[int]
 """A prompt as text or as token ids (ids skip re-tokenisation and keep tree prefixes exact)."""

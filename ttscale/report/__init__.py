@@ -10,10 +10,11 @@ Needs pandas (the `report` extra); nothing here is imported by `import ttscale`.
 """
 
 from ttscale.report.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost, series_labels
-from ttscale.report.frames import RunLoadError, find_runs, load_runs, pass_at_k_table, run_table
+from ttscale.report.frames import load_runs, pass_at_k_table, run_table
 from ttscale.report.leaderboard import Leaderboard, budget_matched, leaderboard
 from ttscale.report.render import level_table, render_html, render_markdown
 from ttscale.report.svg import Chart, Svg
+from ttscale.runs import RunLoadError, find_runs
 
 __all__ = [
     "Chart",

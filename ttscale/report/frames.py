@@ -7,19 +7,16 @@ without going back to the files.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ttscale.evals.metrics import pass_at_k, wilson_interval
+from ttscale.runs import RunData, RunLoadError, read_runs
 
 if TYPE_CHECKING:
     import pandas as pd
-
-CONFIG, RESULTS, SUMMARY = "config.json", "results.jsonl", "summary.json"
 
 #: Run-level columns, repeated on every problem row (`run_table` takes the first of each).
 RUN_COLUMNS = (
@@ -27,10 +24,6 @@ RUN_COLUMNS = (
     "seed", "hardware", "grader", "ttscale_version", "vllm_version", "torch_version", "python", "created",
     "run_wall_seconds", "grader_disagreement_rate",
 )  # fmt: skip
-
-
-class RunLoadError(ValueError):
-    """A path that is not a readable run directory (one line, for the CLI)."""
 
 
 def load_runs(paths: str | Path | Iterable[str | Path], *, per: Literal["problem", "run"] = "problem") -> pd.DataFrame:
@@ -45,33 +38,11 @@ def load_runs(paths: str | Path | Iterable[str | Path], *, per: Literal["problem
 
     if per not in ("problem", "run"):
         raise ValueError(f"per must be 'problem' or 'run', got {per!r}")
-    folders = find_runs(paths)
-    labels = _labels(folders)
     rows: list[dict[str, Any]] = []
-    for folder in folders:
-        rows.extend(_problem_rows(folder, labels[folder]))
+    for run in read_runs(paths):
+        rows.extend(_problem_rows(run))
     frame = pd.DataFrame(rows)
     return run_table(frame) if per == "run" else frame
-
-
-def find_runs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
-    """The run directories named by `paths` (each a run, or a folder holding runs), in order, once each."""
-    items = [paths] if isinstance(paths, str | Path) else list(paths)
-    if not items:
-        raise RunLoadError("no run directories given")
-    found: list[Path] = []
-    for item in items:
-        path = Path(item)
-        if (path / RESULTS).is_file():
-            found.append(path)
-        elif path.is_dir():
-            inner = sorted(p.parent for p in path.rglob(RESULTS))
-            if not inner:
-                raise RunLoadError(f"{str(path)!r} holds no run (no {RESULTS} in it or below it)")
-            found.extend(inner)
-        else:
-            raise RunLoadError(f"{str(path)!r} is not a run directory (no {RESULTS})")
-    return list(dict.fromkeys(p.resolve() for p in found))
 
 
 def run_table(problems: pd.DataFrame) -> pd.DataFrame:
@@ -159,19 +130,12 @@ def _powers_of_two(top: int) -> list[int]:
 # -- reading one run ---------------------------------------------------------------------------------
 
 
-def _problem_rows(folder: Path, label: str) -> list[dict[str, Any]]:
-    config = _read_json(folder / CONFIG)
-    summary = _read_json(folder / SUMMARY)
-    records = _read_records(folder / RESULTS)
-    if not records:
-        raise RunLoadError(f"{str(folder)!r} holds no finished problem yet ({RESULTS} is empty)")
-    meta = _run_meta(folder, label, config, summary, records[0])
-    grade = _sample_grader(config.get("identity") or {})
+def _problem_rows(run: RunData) -> list[dict[str, Any]]:
+    meta = _run_meta(run)
     rows = []
-    for record in records:
+    for record in run.records:
         ledger = record.get("ledger") or {}
         samples = record.get("samples") or []
-        answers = [s.get("answer") for s in samples]
         rows.append(
             {
                 **meta,
@@ -192,16 +156,15 @@ def _problem_rows(folder: Path, label: str) -> list[dict[str, Any]]:
                 "wall_seconds": float(ledger.get("wall_seconds", math.nan)),
                 "engine_seconds": float(ledger.get("engine_seconds", math.nan)),
                 "n_samples": len(samples),
-                # Correct samples, for pass@k: graded with the run's own task grader (NaN: no samples).
-                "n_correct": sum(grade(a, str(record.get("reference"))) for a in answers) if samples else math.nan,
+                # Correct samples, for pass@k, by the run's own task grader (NaN: no samples).
+                "n_correct": sum(run.sample_correct(s, record) for s in samples) if samples else math.nan,
             }
         )
     return rows
 
 
-def _run_meta(
-    folder: Path, label: str, config: dict[str, Any], summary: dict[str, Any], first: dict[str, Any]
-) -> dict[str, Any]:
+def _run_meta(run: RunData) -> dict[str, Any]:
+    config, summary, first = run.config, run.summary, run.records[0]
     identity = config.get("identity") or {}
     environment = config.get("environment") or {}
     engine_env = environment.get("engine") or {}
@@ -213,9 +176,9 @@ def _run_meta(
     task = identity.get("task") or {}
     cross = summary.get("grader_cross_check") or {}
     return {
-        "run": label,
-        "run_dir": str(folder),
-        "model": _model_name(identity.get("engine") or {}, engine_env),
+        "run": run.label,
+        "run_dir": str(run.path),
+        "model": run.model,
         "task": str(task.get("spec") or summary.get("task") or "?"),
         "strategy": str(identity.get("strategy") or first.get("strategy") or "?"),
         "params": _params_label(identity.get("params") or {}),
@@ -247,71 +210,5 @@ def format_budget(*, limit: float, unit: str) -> str:
     return f"{limit:.3g} {unit}"
 
 
-def _model_name(engine: dict[str, Any], engine_env: dict[str, Any]) -> str:
-    model = str(engine.get("model") or engine_env.get("model_path") or "?")
-    # A local folder reads better by its last part; "embedded" and hub ids stay as they are.
-    return Path(model).name if model.startswith(("/", "~", ".")) else model
-
-
 def _params_label(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if v is not None)
-
-
-def _labels(folders: list[Path]) -> dict[Path, str]:
-    """Short unique names: the folder name, with its parent's when two runs share a name."""
-    names = [f.name for f in folders]
-    out: dict[Path, str] = {}
-    for folder in folders:
-        label = folder.name if names.count(folder.name) == 1 else f"{folder.parent.name}/{folder.name}"
-        while label in out.values():
-            label += "'"
-        out[folder] = label
-    return out
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunLoadError(f"cannot read {path}: {exc}") from None
-    return data if isinstance(data, dict) else {}
-
-
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    """Finished problems, first record per id; a torn last line (a run still writing) is left out."""
-    from ttscale.storage import RunDir
-
-    try:
-        return RunDir(path.parent).records()
-    except OSError as exc:
-        raise RunLoadError(f"cannot read {path}: {exc.strerror}") from None
-
-
-def _sample_grader(identity: dict[str, Any]) -> Any:
-    """grade(answer, reference) with the run's task grader, cached; exact match if the task cannot load."""
-    task_info = identity.get("task") or {}
-    task = None
-    if task_info.get("spec"):
-        try:
-            from ttscale.evals.base import load_task
-
-            task = load_task(str(task_info["spec"]), **(task_info.get("options") or {}))
-        except Exception:  # a dataset absent on this machine: fall back rather than refuse to report
-            task = None
-    return _cached_grader(task)
-
-
-def _cached_grader(task: Any) -> Any:
-    from ttscale.types import Problem
-
-    @lru_cache(maxsize=65536)
-    def grade(answer: str | None, reference: str) -> bool:
-        if answer is None:
-            return False
-        if task is None:
-            return str(answer).strip() == reference.strip()
-        return bool(task.grade(str(answer), Problem(id="", question="", reference=reference)))
-
-    return grade

@@ -6,20 +6,22 @@ CSV columns, by law (names are case-insensitive; the first of each alias list is
     kinetics    model, cost, accuracy             [query] [config]
     genrm       S, V, accuracy                    [problem]
 
-Run directories hold `results.jsonl`, one record per (problem, strategy, budget, seed) as the
-runner writes them (`ttscale.types.RunRecord`): `id`, `correct`, `ledger`, `samples`, `info`.
+Run directories are read through `ttscale.runs` (as report and compare read them): one record per problem
+(`ttscale.schema.RunRecord`: `id`, `correct`, `ledger`, `samples`, `info`), a torn last line left out,
+errored problems kept as wrong answers, each sample's correctness by the run's own task grader.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ttscale.runs import RunData, RunLoadError
+from ttscale.runs import read_runs as read_run_dirs
 from ttscale.scaling._resample import FitInputError
 
 #: canonical column → accepted names (the Kinetics tables' own names included).
@@ -43,8 +45,6 @@ COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "genrm": (("S", "V", "accuracy"), ("problem",)),
 }
 _TEXT = {"model", "problem", "query", "config"}
-_RESULTS = "results.jsonl"
-_MANIFESTS = ("config.json", "run.json")
 
 
 def read_points(path: str | Path, *, law: str) -> dict[str, Any]:
@@ -82,13 +82,20 @@ def read_points(path: str | Path, *, law: str) -> dict[str, Any]:
 def read_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[str, Any]:
     """The law's variables from run directories (see the module doc); `x` picks the saturation budget:
     `budget` (the ledger's limit), `spent`, or `samples`."""
-    records = [(label, rec) for label, recs in _load(paths) for rec in recs]
+    runs = _load(paths)
+    data = _variables(runs, law=law, x=x)
+    data["notes"] = notes(runs)
+    return data
+
+
+def _variables(runs: list[RunData], *, law: str, x: str) -> dict[str, Any]:
+    records = [(run, rec) for run in runs for rec in run.records]
     if law == "coverage":
         per_problem: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for _, rec in records:
+        for run, rec in records:
             for sample in rec.get("samples") or []:
                 per_problem[str(rec["id"])][0] += 1
-                per_problem[str(rec["id"])][1] += int(_sample_correct(sample, rec))
+                per_problem[str(rec["id"])][1] += int(run.sample_correct(sample, rec))
         if not per_problem:
             raise FitInputError("the runs hold no samples to compute coverage from")
         counts = np.array(list(per_problem.values()), dtype=float)
@@ -106,7 +113,7 @@ def read_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[s
         }
     if law == "kinetics":
         return {
-            "model": np.array([str(rec.get("info", {}).get("model") or label) for label, rec in records]),
+            "model": np.array([str(rec.get("info", {}).get("model") or _model_label(run)) for run, rec in records]),
             "cost": np.array([_eflops(rec) for _, rec in records]),
             "accuracy": np.array([float(bool(rec["correct"])) for _, rec in records]),
             "query": np.array([str(rec["id"]) for _, rec in records]),
@@ -124,53 +131,34 @@ def read_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[s
     raise FitInputError(f"unknown law {law!r}")
 
 
-def _load(paths: list[str | Path]) -> list[tuple[str, list[dict[str, Any]]]]:
-    runs = []
-    for path in paths:
-        folder = Path(path)
-        results = folder / _RESULTS if folder.is_dir() else folder
-        if not results.is_file():
-            raise FitInputError(f"{str(folder)!r} is not a run directory (no {_RESULTS})")
-        records = []
-        for number, line in enumerate(results.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise FitInputError(f"{results}:{number}: not a JSON line") from None
-            if not record.get("error") and "id" in record and "ledger" in record:
-                records.append(record)
-        if not records:
-            raise FitInputError(f"{str(results)!r} holds no finished records")
-        runs.append((_label(results.parent), records))
-    return runs
+def _load(paths: list[str | Path]) -> list[RunData]:
+    try:
+        return [_fittable(run) for run in read_run_dirs(paths)]
+    except RunLoadError as exc:
+        raise FitInputError(str(exc)) from None
 
 
-def _label(folder: Path) -> str:
-    """The run's model: `engine.model` (or `model`) of its config.json, else the folder name."""
-    for name in _MANIFESTS:
-        manifest = folder / name
-        if manifest.is_file():
-            try:
-                data = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            engine = data.get("engine") if isinstance(data, dict) else None
-            model = (engine.get("model") if isinstance(engine, dict) else None) or (
-                data.get("model") if isinstance(data, dict) else None
-            )
-            if model:
-                return str(model)
-    return folder.name
+def _fittable(run: RunData) -> RunData:
+    if not any("ledger" in r for r in run.records):
+        raise FitInputError(f"{str(run.path)!r} holds no records with a ledger: not a ttscale run")
+    return run
 
 
-def _sample_correct(sample: dict[str, Any], record: dict[str, Any]) -> bool:
-    # A graded sample says so; otherwise its answer must equal the reference exactly.
-    if "correct" in sample:
-        return bool(sample["correct"])
-    answer = sample.get("answer")
-    return answer is not None and str(answer).strip() == str(record.get("reference", "")).strip()
+def notes(runs: list[RunData]) -> list[str]:
+    """What reading the runs counted specially: errored problems (kept, as wrong answers, as in summary.json)
+    and torn last lines (left out, as --resume leaves them)."""
+    out = []
+    for run in runs:
+        if run.errored:
+            out.append(f"{run.label}: {len(run.errored)} of {len(run.records)} problems errored (counted as wrong)")
+        if run.torn_tail:
+            out.append(f"{run.label}: a torn last line of results.jsonl left out (a run cut off or still writing)")
+    return out
+
+
+def _model_label(run: RunData) -> str:
+    """The run's model from config.json; the run's label when config.json does not say."""
+    return run.label if run.model == "?" else run.model
 
 
 def _eflops(record: dict[str, Any]) -> float:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
+from ttscale.verifiers import VERIFIERS
+
 Aggregate = Literal["last", "min", "prod", "mean"]
 AGGREGATES: tuple[str, ...] = ("last", "min", "prod", "mean")
 
@@ -108,7 +110,6 @@ def load_verifier(spec: str) -> Any:
     """
     import dataclasses
 
-    from ttscale import VERIFIERS
     from ttscale.params import parse_params
 
     name, options = parse_verifier_spec(spec)
@@ -120,7 +121,5 @@ def load_verifier(spec: str) -> Any:
 
 def check_verifier_spec(spec: str) -> None:
     """Refuse an unknown verifier name or a malformed spec at parameter time (before any engine starts)."""
-    from ttscale import VERIFIERS
-
     name, _ = parse_verifier_spec(spec)
     VERIFIERS.canonical(name)

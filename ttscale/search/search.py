@@ -28,11 +28,11 @@ from typing import Any, Literal
 from ttscale.context import Context
 from ttscale.evals.base import extraction_of
 from ttscale.params import check_positive, check_range
+from ttscale.schema import Answer, Sample, SamplingParams
 from ttscale.search.score import AGGREGATES, Aggregate, aggregate, check_verifier_spec, load_verifier
 from ttscale.search.steps import DEFAULT_DELIMITER, Finish, step_end, unescape
 from ttscale.search.tree import Node, Tree
-from ttscale.select import best_scored, majority_vote, weighted_vote
-from ttscale.types import Answer, Sample, SamplingParams
+from ttscale.selection import best_scored, majority_vote, weighted_vote
 
 Select = Literal["best", "majority", "weighted"]
 SELECTS = ("best", "majority", "weighted")
@@ -257,7 +257,7 @@ class Search:
         await self.score(pool)
         exhausted = not self.can_expand
         samples = [self._sample(node, exhausted=exhausted) for node in pool]
-        # Off the loop: a symbolic merge of the votes waits on grader processes (ttscale.select).
+        # Off the loop: a symbolic merge of the votes waits on grader processes (ttscale.selection).
         prediction, votes = await asyncio.to_thread(self._select, samples)
         self._publish()
         details: dict[str, Any] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from ttscale.types import Completion
+from ttscale.schema import Completion
 
 Finish = Literal["open", "stop", "length"]
 """A node's state: `open` (can be extended), `stop` (the solution ended: EOS), `length` (a limit cut it)."""

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ttscale.params import check_positive
-from ttscale.types import Completion, FinishReason, Generation, SamplingParams
+from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 EOS = 2
 _OFFSET = 3

@@ -32,8 +32,8 @@ import random
 import re
 from typing import TYPE_CHECKING, Any
 
+from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.latency import ASSISTANT, EOS, CharTokenizer
-from ttscale.types import Completion, FinishReason, Generation, SamplingParams
 from ttscale.verifiers.safe_eval import safe_eval
 
 if TYPE_CHECKING:

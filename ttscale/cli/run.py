@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
-from ttscale.cli_config import add_engine_flags, chat_template_kwargs, engine_settings
+from ttscale.cli.config import add_engine_flags, chat_template_kwargs, engine_settings
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineConfig, EngineFatalError, environ_defaults
 from ttscale.engine.openai import OpenAIConfig
@@ -91,7 +91,7 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
     from ttscale.params import parse_assignments
 
     if args.config:
-        from ttscale.cli_config import apply_config_file
+        from ttscale.cli.config import apply_config_file
 
         apply_config_file(args)
     if args.resume:

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from ttscale.budget import Ledger
 from ttscale.evals.metrics import wilson_interval
 from ttscale.runner import Prepared, check_resume, write_config
-from ttscale.select import best_scored, majority_vote, weighted_vote
+from ttscale.schema import Completion, Generation, Problem, RunRecord, Sample, SamplingParams
+from ttscale.selection import best_scored, majority_vote, weighted_vote
 from ttscale.storage import CONFIG, SUMMARY, RunDir
 from ttscale.summary import summarize
-from ttscale.types import Completion, Generation, Problem, RunRecord, Sample, SamplingParams
 
 if TYPE_CHECKING:
     from ttscale.sweep import Cell

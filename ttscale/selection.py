@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ttscale.types import Sample
+from ttscale.schema import Sample
 
 
 def normalize_answer(answer: str) -> str:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ttscale.cli import UsageError
-from ttscale.cli_config import ENGINE_FLAGS, add_engine_flags, engine_settings
+from ttscale.cli.config import ENGINE_FLAGS, add_engine_flags, engine_settings
 from ttscale.comparison import COMPARE, GROUPS, compare
 
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.

@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if args.law == "genrm" and args.lam is None:
         raise UsageError("--law genrm needs --lambda (verification tokens per solution token, e.g. 1.0)")
     try:
-        fit = _fit(args)
-        text = json.dumps(fit.to_dict()) if args.json else _report(fit)
+        fit, read = _fit(args)
+        text = json.dumps({**fit.to_dict(), "read": read}) if args.json else _report(fit, read)
         if args.plot:
             _plot(fit, args.plot)
     except (FitInputError, ValueError) as exc:
@@ -100,7 +100,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fit(args: argparse.Namespace) -> Any:
+def _fit(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The fit, and what reading the runs counted specially (errored problems, torn last lines)."""
+    from ttscale.scaling.io import read_points, read_runs
+
+    data = read_points(args.points, law=args.law) if args.points else read_runs(args.runs, law=args.law, x=args.x)
+    return _fit_law(args, data), list(data.get("notes") or [])
+
+
+def _fit_law(args: argparse.Namespace, data: dict[str, Any]) -> Any:
     from ttscale.scaling import (
         fit_coverage,
         fit_coverage_from_samples,
@@ -108,9 +116,7 @@ def _fit(args: argparse.Namespace) -> Any:
         fit_kinetics,
         fit_saturation,
     )
-    from ttscale.scaling.io import read_points, read_runs
 
-    data = read_points(args.points, law=args.law) if args.points else read_runs(args.runs, law=args.law, x=args.x)
     common = {"n_boot": args.n_boot, "level": args.level, "seed": args.seed}
     if args.law == "coverage":
         if "n" in data:
@@ -146,7 +152,7 @@ def _fit(args: argparse.Namespace) -> Any:
     )
 
 
-def _report(fit: Any) -> str:
+def _report(fit: Any, read: list[str]) -> str:
     pct = f"{100 * fit.level:g}%"
     lines = [
         f"law        {fit.law}: {fit.formula}",
@@ -179,6 +185,7 @@ def _report(fit: Any) -> str:
         for o in fit.details["optimal"][:30]:
             lines.append(f"           {o['budget']:.4g} → S={o['S']:g}, V={o['V']:g} ({o['accuracy']:.4f})")
     lines.extend(f"warning    {w}" for w in fit.warnings)
+    lines.extend(f"read       {note}" for note in read)
     return "\n".join(lines)
 
 

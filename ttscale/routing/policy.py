@@ -11,7 +11,7 @@ over P problems the allocation maximizes Σ_i acc_{k_i}(b_i) subject to Σ_i b_i
 knapsack), solved by its Lagrangian: each bin takes argmax_b acc_k(b) − λ·b, with the smallest λ ≥ 0 whose
 expected spend fits; b = 0 is "answer with the probe's majority" (acc_k(0) measured on the same data).
 Bins: oracle (p̂₁), predicted (a fit of p̂₁ on probe features) or verifier (the probe's mean verifier score);
-the held-out policy is compared with a fixed baseline in tokens at equal accuracy (P4, ttscale.savings).
+the held-out policy is compared with a fixed baseline in tokens at equal accuracy (P4, ttscale.routing.savings).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ttscale.difficulty import (
+from ttscale.evals.metrics import bootstrap_mean
+from ttscale.params import check_positive
+from ttscale.routing.difficulty import (
     Features,
     Predictor,
     ProbeSettings,
@@ -34,11 +36,9 @@ from ttscale.difficulty import (
     equal_cuts,
     tie_breaker,
 )
-from ttscale.evals.metrics import bootstrap_mean
-from ttscale.params import check_positive
-from ttscale.savings import tokens_saved
+from ttscale.routing.savings import tokens_saved
 
-FORMAT = "ttscale.policy/1"
+FORMAT = "ttscale.routing.policy/1"
 
 
 def candidate_key(strategy: str, params: Mapping[str, Any]) -> str:
@@ -67,7 +67,7 @@ class Difficulty:
     """What the sweep says about one problem's difficulty."""
 
     pass1: float
-    """p̂₁: the fraction of its stored i.i.d. samples that are correct (ttscale.holdout: apart from the probe's)."""
+    """p̂₁: the fraction of its stored i.i.d. samples that are correct (routing.holdout: apart from the probe's)."""
     features: Features | None = None
     """Probe features (predicted and verifier bins need them)."""
     probe_correct: float | None = None
@@ -218,7 +218,7 @@ def learn_policy(
         "budgets": [_fmt(b) for b in table.budgets if table.candidates[b]],
         **dict(meta or {}),
         "difficulty": {
-            # Equal bins: cut j is (value, tie-breaker) of bin j's last training problem (ttscale.difficulty).
+            # Equal bins: cut j is (value, tie-breaker) of bin j's last training problem (ttscale.routing.difficulty).
             "oracle_thresholds_pass1": [t for t, _ in final.cuts],
             "oracle_cuts": [list(c) for c in final.cuts],
             "verifier_cuts": [list(c) for c in final.verifier_cuts] if final.verifier_cuts else None,

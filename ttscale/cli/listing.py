@@ -9,6 +9,9 @@ import textwrap
 from typing import Any
 
 from ttscale.cli import UsageError
+from ttscale.evals import TASKS
+from ttscale.strategies import STRATEGIES
+from ttscale.verifiers import VERIFIERS
 
 
 def register_list(sub: Any) -> None:
@@ -22,8 +25,6 @@ def register_list(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ttscale import STRATEGIES, TASKS, VERIFIERS
-
     if args.params:
         return _show_params(args)
     if args.task or args.budget:
@@ -37,7 +38,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _show_params(args: argparse.Namespace) -> int:
-    from ttscale import STRATEGIES, VERIFIERS
     from ttscale.params import describe_params, params_class, task_defaults
 
     kind, _, name = args.params.rpartition(":")

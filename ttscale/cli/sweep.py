@@ -1,8 +1,7 @@
 """`ttscale sweep` (a grid of runs, generated once per pool) and `ttscale policy` (a per-difficulty policy from one).
 
-Also the reading side of a sweep directory, shared with benchmarks and notebooks: `load_results` (every
-finished cell's records), `outcomes` (the table a policy is learned from), `difficulty` (each problem's
-p̂₁ and probe features) and `learn_from_sweep`; and `with_total_budget`, the in-process total budget.
+A thin adapter: the sweep runs through `ttscale.sweep`, its results are read back by `ttscale.routing.outcomes`,
+the policy is learned by `ttscale.routing.holdout.learn_from_sweep`.
 """
 
 from __future__ import annotations
@@ -12,20 +11,19 @@ import asyncio
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ttscale.budget import Budget, BudgetError, Ledger
+from ttscale.budget import Budget
 from ttscale.cli import UsageError
-from ttscale.cli_config import add_engine_flags, engine_settings
+from ttscale.cli.config import add_engine_flags, engine_settings
 from ttscale.engine.base import EngineConfig
-from ttscale.holdout import SOURCES, difficulty, learn_from_sweep
-from ttscale.policy import LearnOptions, Outcome
-from ttscale.replay import best_at_compute
-from ttscale.runner import Prepared
-from ttscale.sweep import Cell, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
-from ttscale.types import Problem
+from ttscale.routing.holdout import SOURCES, learn_from_sweep
+from ttscale.routing.outcomes import load_results, sweep_table
+from ttscale.routing.policy import LearnOptions
+from ttscale.routing.replay import best_at_compute
+from ttscale.sweep import GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
 
 
 def register(sub: Any) -> None:
@@ -83,86 +81,6 @@ def register_policy(sub: Any) -> None:
 # -- reading a sweep ------------------------------------------------------------------------------
 
 
-@dataclass
-class SweepResults:
-    """A sweep directory read back: its spec, task, problems and the records of every finished cell."""
-
-    root: Path
-    """The sweep directory."""
-    spec: SweepSpec
-    """Its grid, from sweep.json."""
-    cells: list[Cell]
-    """Every planned cell, finished or not."""
-    task: Any
-    """The task, loaded from the spec (it grades the stored answers)."""
-    problems: list[Problem]
-    """The problems every cell runs."""
-    records: dict[str, dict[str, dict[str, Any]]]
-    """cell id → problem id → record, for the cells that hold every problem."""
-
-
-def load_results(root: str | Path) -> SweepResults:
-    from ttscale.evals.base import load_task
-
-    spec = load_spec(root)
-    task = load_task(spec.task, **spec.task_options)
-    problems = task.problems()[: spec.limit]
-    wanted = {p.id for p in problems}
-    records = {}
-    for cell in spec.cells():
-        run_dir = cell_dir(root, cell)
-        found = {str(r["id"]): r for r in run_dir.records()} if run_dir.path.is_dir() else {}
-        if wanted <= set(found):
-            records[cell.id] = found
-    return SweepResults(Path(root), spec, spec.cells(), task, problems, records)
-
-
-def outcomes(results: SweepResults) -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
-    """One `Outcome` per (candidate, budget, problem), averaged over the seeds whose cell is finished."""
-    groups: dict[tuple[str, float], list[Cell]] = {}
-    for cell in results.cells:
-        if cell.id in results.records:
-            groups.setdefault((cell.candidate, _limit(cell.budget)), []).append(cell)
-    rows, candidates = [], {}
-    for (key, budget), cells in groups.items():
-        candidates[key] = {"strategy": cells[0].strategy, "params": dict(cells[0].params)}
-        for problem in results.problems:
-            recs = [results.records[c.id][problem.id] for c in cells]
-            rows.append(
-                Outcome(
-                    candidate=key,
-                    budget=budget,
-                    problem=problem.id,
-                    correct=sum(bool(r.get("correct")) for r in recs) / len(recs),
-                    spent=sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in recs) / len(recs),
-                )
-            )
-    return rows, candidates
-
-
-def _limit(budget: str) -> float:
-    return Budget.parse(budget).limit
-
-
-# -- a total budget over the task ----------------------------------------------------------------
-
-
-def with_total_budget(prepared: Prepared, total: Budget, *, problems: int, spent: float = 0.0) -> Prepared:
-    """`prepared` with a total budget over the task, as `ttscale run --total-budget` sets it (for benchmarks and
-    tests that build `Prepared` themselves). `execute` makes the pool ledger every problem's ledger draws on,
-    counting what finished problems already spent; `problems` and `spent` are kept for callers that call
-    `solve` directly, who get the pool here.
-    """
-    if total.unit != prepared.budget.unit:
-        raise BudgetError(
-            f"the total budget must be in the unit of the budget ({prepared.budget.unit}), got {total.unit}"
-        )
-    pool = Ledger(total, meter=prepared.meters.budget)
-    pool.spent = spent
-    pool.extra["problems"] = problems
-    return replace(prepared, total=total, pool=pool)
-
-
 # -- commands -------------------------------------------------------------------------------------
 
 
@@ -210,34 +128,6 @@ def cmd_policy(args: argparse.Namespace) -> int:
     return 0
 
 
-def sweep_table(results: SweepResults) -> list[dict[str, Any]]:
-    """One row per finished cell: candidate, budget, seed, accuracy, mean spend, and where it came from."""
-    rows = []
-    for cell in results.cells:
-        recs = results.records.get(cell.id)
-        if recs is None:
-            continue
-        picked = [recs[p.id] for p in results.problems]
-        correct = sum(bool(r.get("correct")) for r in picked)
-        rows.append(
-            {
-                "cell": cell.id,
-                "strategy": cell.strategy,
-                "candidate": cell.candidate,
-                "budget": cell.budget,
-                "seed": cell.seed,
-                "accuracy": correct / len(picked),
-                "correct": correct,
-                "problems": len(picked),
-                "mean_spent": sum(float(r["ledger"].get("spent", 0)) for r in picked) / len(picked),
-                # Matched compute is on the ledger's generated tokens (policy + verifier), whatever the budget's unit.
-                "mean_tokens": sum(float(r["ledger"].get("generated_tokens", 0)) for r in picked) / len(picked),
-                "derived_from": cell.source,
-            }
-        )
-    return rows
-
-
 def format_policy(policy: Mapping[str, Any]) -> str:
     """The policy as a table: per bin, the choice at each budget and its accuracy; then held-out accuracy."""
     lines = [
@@ -276,7 +166,7 @@ def format_policy(policy: Mapping[str, Any]) -> str:
 
 def _format(table: list[dict[str, Any]]) -> str:
     lines = [f"{'candidate':<58} {'budget':>7} {'seed':>4} {'acc':>6} {'spent':>8}  source"]
-    for r in sorted(table, key=lambda r: (r["candidate"], _limit(r["budget"]), r["seed"])):
+    for r in sorted(table, key=lambda r: (r["candidate"], Budget.parse(r["budget"]).limit, r["seed"])):
         lines.append(
             f"{r['candidate']:<58} {r['budget']:>7} {r['seed']:>4} {_pct(r['accuracy']):>6} "
             f"{r['mean_spent']:>8.1f}  {'derived' if r['derived_from'] else 'run'}"
@@ -335,14 +225,4 @@ def _stamp() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
-__all__ = [
-    "SweepResults",
-    "difficulty",
-    "learn_from_sweep",
-    "load_results",
-    "outcomes",
-    "register",
-    "register_policy",
-    "sweep_table",
-    "with_total_budget",
-]
+__all__ = ["register", "register_policy"]

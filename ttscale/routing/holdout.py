@@ -18,13 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from ttscale.difficulty import ProbeSettings, offline_features
-from ttscale.policy import Difficulty, LearnOptions, learn_policy
+from ttscale.routing.difficulty import ProbeSettings, offline_features
+from ttscale.routing.policy import Difficulty, LearnOptions, learn_policy
 from ttscale.runner import prepare
-from ttscale.select import majority_vote
+from ttscale.schema import Sample
+from ttscale.selection import majority_vote
 from ttscale.storage import CONFIG
+from ttscale.strategies import STRATEGIES
 from ttscale.sweep import POOL_STRATEGIES, Cell, SweepSpec, cell_dir
-from ttscale.types import Sample
 
 Source = Literal["auto", "holdout", "pools"]
 SOURCES: tuple[str, ...] = ("auto", "holdout", "pools")
@@ -36,8 +37,6 @@ def holdout_cells(spec: SweepSpec) -> list[Cell]:
     """The held-out difficulty cell of a sweep ([] when `spec.holdout` is 0), run on the first seed's engine."""
     if not spec.holdout:
         return []
-    from ttscale import STRATEGIES
-
     entries = [e for e in spec.grid if STRATEGIES.canonical(e.strategy) in POOL_STRATEGIES]
     if not entries:
         raise ValueError("holdout needs a best_of_n or self_consistency entry in the grid: its sampling settings "
@@ -61,7 +60,7 @@ def difficulty(
 ) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
     """Each problem's p̂₁, probe features, probe-majority correctness and probe tokens, and where they came from.
 
-    `results` is a `ttscale.cli_sweep.SweepResults`. holdout: from the held-out pool (disjoint samples, see
+    `results` is a `ttscale.routing.outcomes.SweepResults`. holdout: from the held-out pool (disjoint samples, see
     the module); pools: the first `probe_n` samples of a candidate pool and p̂₁ over every sample of the
     sample-pool cells at the largest budget (the samples the candidates are scored on: leaky); auto: holdout
     when the sweep has one, else pools.
@@ -133,7 +132,6 @@ def _stored_params(results: Any, cell: Cell) -> dict[str, Any]:
 
 def _probe_settings(strategy: str, params: dict[str, Any], *, probe_n: int, probe_verifier: str | None,
                     ) -> ProbeSettings:
-    from ttscale import STRATEGIES
     from ttscale.params import params_class, parse_params
 
     p = parse_params(params_class(STRATEGIES.get(strategy)), {k: v for k, v in params.items() if k in _SAMPLING})
@@ -171,8 +169,8 @@ def learn_from_sweep(
     root: str | Path, *, options: LearnOptions, probe_n: int = 4, probe_verifier: str | None = "arithmetic",
     source: Source = "auto",
 ) -> dict[str, Any]:
-    """The policy JSON (see `ttscale.policy.learn_policy`) learned from a sweep directory."""
-    from ttscale.cli_sweep import load_results, outcomes
+    """The policy JSON (see `ttscale.routing.policy.learn_policy`) learned from a sweep directory."""
+    from ttscale.routing.outcomes import load_results, outcomes
 
     results = load_results(root)
     rows, candidates = outcomes(results)

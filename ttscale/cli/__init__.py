@@ -17,15 +17,15 @@ from ttscale.messages import one_line
 
 #: subcommand → "module:function" that adds its parser (imported lazily, so `--help` stays fast).
 SUBCOMMANDS: dict[str, str] = {
-    "run": "ttscale.cli_run:register",
-    "list": "ttscale.cli_list:register_list",
-    "prepare": "ttscale.cli_run:register_prepare",
-    "cost": "ttscale.cli_cost:register",
-    "fit": "ttscale.cli_fit:register",
-    "report": "ttscale.cli_report:register",
-    "sweep": "ttscale.cli_sweep:register",
-    "policy": "ttscale.cli_sweep:register_policy",
-    "compare": "ttscale.cli_compare:register",
+    "run": "ttscale.cli.run:register",
+    "list": "ttscale.cli.listing:register_list",
+    "prepare": "ttscale.cli.run:register_prepare",
+    "cost": "ttscale.cli.cost:register",
+    "fit": "ttscale.cli.fit:register",
+    "report": "ttscale.cli.report:register",
+    "sweep": "ttscale.cli.sweep:register",
+    "policy": "ttscale.cli.sweep:register_policy",
+    "compare": "ttscale.cli.compare:register",
 }
 
 EXIT_USAGE = 2
@@ -103,10 +103,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
 
-
-if __name__ == "__main__":
-    # `python -m ttscale.cli` runs this file as __main__: take main() from ttscale.cli, whose
-    # UsageError is the one the subcommands raise (this module's copy would not catch it: exit 1).
-    from ttscale.cli import main as _main
-
-    sys.exit(_main())

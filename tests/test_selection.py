@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from ttscale.select import best_scored, majority_vote, normalize_answer, weighted_vote
-from ttscale.types import Sample
+from ttscale import selection
+from ttscale.schema import Sample
+from ttscale.selection import best_scored, majority_vote, normalize_answer, weighted_vote
 
 
 def s(answer: str | None, score: float | None = None) -> Sample:
@@ -84,15 +85,14 @@ def test_symbolic_merge_joins_the_better_voted_group() -> None:
 def test_symbolic_merge_is_bounded_and_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from ttscale import select
 
     distinct = [f"x^{{{k}}} + {k}" for k in range(40)]  # 40 different polynomials: nothing to merge
-    monkeypatch.setattr(select, "SYMBOLIC", select.SymbolicMerge(groups=16, pair_timeout=1.0, within=0.5))
+    monkeypatch.setattr(selection, "SYMBOLIC", selection.SymbolicMerge(groups=16, pair_timeout=1.0, within=0.5))
     majority_vote([s("x")])  # start the grader's workers off the clock
     start = time.monotonic()
     _, votes = majority_vote([s(a) for a in distinct])
     assert len(votes) == 40 and time.monotonic() - start < 0.5 + 1.5  # `within`, plus killing a busy worker
-    monkeypatch.setattr(select, "SYMBOLIC", select.SymbolicMerge(groups=0))
+    monkeypatch.setattr(selection, "SYMBOLIC", selection.SymbolicMerge(groups=0))
     assert len(majority_vote([s("(x+1)^2"), s("x^2+2x+1")])[1]) == 2
 
 

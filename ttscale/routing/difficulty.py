@@ -7,7 +7,7 @@ or of a prediction of it that needs none (*predicted*). The token-entropy featur
 observation that a model's per-token entropy tracks how hard it finds a problem.
 
 Symbols: p̂₁ the fraction of a problem's stored samples that are correct (a held-out pool of its own,
-ttscale.holdout); B bins, bin 1 the easiest;
+ttscale.routing.holdout); B bins, bin 1 the easiest;
 thresholds t_1 ≥ … ≥ t_{B−1} (quantiles of p̂₁), bin(x) = 1 + #{j : x ≤ t_j}, so ties fall into the
 harder bin (every never-solved problem lands in bin B, the "hopeless" one): the layout of policies
 learned before equal bins. Equal bins (`equal_cuts`, Snell's five quantile bins) break ties by a seeded
@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ttscale.params import check_positive, check_range
-from ttscale.select import majority_vote, normalize_answer
-from ttscale.types import Sample, SamplingParams
+from ttscale.schema import Sample, SamplingParams
+from ttscale.selection import majority_vote, normalize_answer
 
 if TYPE_CHECKING:
     from ttscale.context import Context
-    from ttscale.types import Problem
+    from ttscale.schema import Problem
 
 FEATURES: tuple[str, ...] = ("agreement", "verifier_mean", "entropy")
 

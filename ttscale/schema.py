@@ -117,6 +117,8 @@ class Sample:
     finish_reason: FinishReason = "stop"
     extraction: str | None = None
     """The rule that found `answer` (`boxed`, `hashes`, `answer_phrase`, `math_span`, `final_number`), or None."""
+    correct: bool | None = None
+    """Whether `answer` is right by the task's grader: set in the record the run writes (None before grading)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (what results.jsonl stores); `dataclasses.asdict` deep-copies every

@@ -1,0 +1,179 @@
+"""One reader of run directories: what fit, report, compare and `ttscale.load_runs` all read a run through.
+
+A run directory holds config.json (what ran: `identity` — strategy, params, task, budget, seed, engine — and
+the environment), results.jsonl (one record per finished problem) and summary.json. Reading it:
+- a torn last line (a run killed mid-write, or one still writing) is left out, as `--resume` leaves it;
+  a bad line with more after it is an error naming the line;
+- errored problems (the strategy raised) are kept and counted: they are wrong answers, as in summary.json;
+- each sample's correctness is the task grader's verdict the run stored; a run written before samples were
+  graded is graded here with its own task's grader (exact match when that task cannot load on this machine);
+- the model label comes from config.json's `identity.engine.model`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+from ttscale.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
+
+Grade = Callable[[Any, str], bool]
+
+
+class RunLoadError(ValueError):
+    """A path that is not a readable run directory (one line, for the CLI)."""
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run directory read back."""
+
+    path: Path
+    """The run directory."""
+    label: str
+    """A short name, unique among the runs read together (the folder name, with its parent's when two clash)."""
+    config: dict[str, Any]
+    """config.json ({} when absent: a directory of copied results)."""
+    summary: dict[str, Any]
+    """summary.json ({} when absent)."""
+    records: list[dict[str, Any]]
+    """Every finished problem, first record per id, errored ones included."""
+    torn_tail: bool = False
+    """Whether results.jsonl ends in a torn line (left out)."""
+    _grade: Grade | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        identity = self.config.get("identity")
+        return identity if isinstance(identity, dict) else {}
+
+    @property
+    def errored(self) -> list[dict[str, Any]]:
+        """Records of problems whose strategy raised (counted as wrong)."""
+        return [r for r in self.records if r.get("error")]
+
+    @property
+    def model(self) -> str:
+        """The model that ran (a local folder by its last part), from config.json; '?' when it does not say."""
+        engine = self.identity.get("engine") or {}
+        engine_env = (self.config.get("environment") or {}).get("engine") or {}
+        model = str(engine.get("model") or engine_env.get("model_path") or "?")
+        return Path(model).name if model.startswith(("/", "~", ".")) else model
+
+    def sample_correct(self, sample: dict[str, Any], record: dict[str, Any]) -> bool:
+        """A sample's correctness: the verdict the run stored, else its task grader's (see the module doc)."""
+        if sample.get("correct") is not None:
+            return bool(sample["correct"])
+        return self._grader(sample.get("answer"), str(record.get("reference")))
+
+    @cached_property
+    def _grader(self) -> Grade:
+        return self._grade or task_grader(self.identity)
+
+
+def read_runs(paths: str | Path | Iterable[str | Path]) -> list[RunData]:
+    """The runs named by `paths` (run directories, or folders searched for them), each once, labelled apart."""
+    folders = find_runs(paths)
+    labels = _labels(folders)
+    return [read_run(folder, label=labels[folder]) for folder in folders]
+
+
+def read_run(path: str | Path, *, label: str | None = None, finished: bool = True) -> RunData:
+    """One run directory; RunLoadError (one line) when it is not one, or (`finished`) holds no finished problem."""
+    folder = Path(path)
+    if finished and not (folder / RESULTS).is_file():
+        raise RunLoadError(f"{str(folder)!r} is not a run directory (no {RESULTS})")
+    run_dir = RunDir(folder)
+    try:
+        records = run_dir.records()
+        torn = run_dir.torn_tail()
+    except RunDirError as exc:
+        raise RunLoadError(str(exc)) from None
+    except OSError as exc:
+        raise RunLoadError(f"cannot read {folder / RESULTS}: {exc.strerror}") from None
+    if finished and not records:
+        raise RunLoadError(f"{str(folder)!r} holds no finished problem yet ({RESULTS} is empty)")
+    return RunData(path=folder, label=label or folder.name, config=_read_json(folder / CONFIG),
+                   summary=_read_json(folder / SUMMARY), records=records, torn_tail=torn)
+
+
+def find_runs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """The run directories named by `paths` (each a run, or a folder holding runs), in order, once each."""
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    if not items:
+        raise RunLoadError("no run directories given")
+    found: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if (path / RESULTS).is_file():
+            found.append(path)
+        elif path.is_dir():
+            inner = sorted(p.parent for p in path.rglob(RESULTS))
+            if not inner:
+                raise RunLoadError(f"{str(path)!r} holds no run (no {RESULTS} in it or below it)")
+            found.extend(inner)
+        else:
+            raise RunLoadError(f"{str(path)!r} is not a run directory (no {RESULTS})")
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def grade_samples(task: Any, problem: Any, answers: Sequence[str | None]) -> dict[str | None, bool]:
+    """The task grader's verdict on each distinct answer (None, and an answer the grader chokes on, are wrong)."""
+    verdicts: dict[str | None, bool] = {None: False}
+    for answer in answers:
+        if answer not in verdicts:
+            try:
+                verdicts[answer] = bool(task.grade(answer, problem))
+            except Exception:  # hostile model output: wrong, never fatal to the run
+                verdicts[answer] = False
+    return verdicts
+
+
+def task_grader(identity: dict[str, Any]) -> Grade:
+    """grade(answer, reference) with the run's own task grader, cached; exact match if the task cannot load."""
+    task_info = identity.get("task") or {}
+    task = None
+    if task_info.get("spec"):
+        try:
+            from ttscale.evals.base import load_task
+
+            task = load_task(str(task_info["spec"]), **(task_info.get("options") or {}))
+        except Exception:  # a dataset absent on this machine: fall back rather than refuse to read
+            task = None
+    from ttscale.schema import Problem
+
+    @lru_cache(maxsize=65536)
+    def grade(answer: Any, reference: str) -> bool:
+        if answer is None:
+            return False
+        if task is None:
+            return str(answer).strip() == reference.strip()
+        return bool(grade_samples(task, Problem(id="", question="", reference=reference), [str(answer)])[str(answer)])
+
+    return grade
+
+
+def _labels(folders: list[Path]) -> dict[Path, str]:
+    """Short unique names: the folder name, with its parent's when two runs share a name."""
+    names = [f.name for f in folders]
+    out: dict[Path, str] = {}
+    for folder in folders:
+        label = folder.name if names.count(folder.name) == 1 else f"{folder.parent.name}/{folder.name}"
+        while label in out.values():
+            label += "'"
+        out[folder] = label
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunLoadError(f"cannot read {path}: {exc}") from None
+    return data if isinstance(data, dict) else {}
