@@ -35,6 +35,7 @@ from typing import Any
 
 from ttscale.budget import Budget
 from ttscale.engine.base import Engine, EngineConfig
+from ttscale.engine.openai import OpenAIConfig
 from ttscale.routing.policy import candidate_key
 from ttscale.routing.replay import (  # noqa: F401
     POOL_STRATEGIES,
@@ -129,6 +130,10 @@ class SweepSpec:
     """Only the first `limit` problems."""
     engine: EngineConfig = field(default_factory=EngineConfig)
     """Engine settings (the seed is set per replicate)."""
+    backend: str = "vllm"
+    """`vllm`: an engine in this process per seed; `openai`: a served model (`server`), every request seeded."""
+    server: OpenAIConfig | None = None
+    """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
     concurrency: int = 64
     """Problems in flight at once within a cell."""
     hardware: str = "B200"
@@ -144,6 +149,9 @@ class SweepSpec:
     def __post_init__(self) -> None:
         if not self.grid:
             raise ValueError("grid must name at least one strategy")
+        if self.backend not in ("vllm", "openai") or (self.backend == "openai") != (self.server is not None):
+            raise ValueError(f"backend must be vllm, or openai with a server; got {self.backend!r} with "
+                             f"{'a' if self.server else 'no'} server")
         if not self.budgets:
             raise ValueError("budgets must hold at least one budget")
         canonical = tuple(_canonical_budget(b) for b in self.budgets)
@@ -182,7 +190,7 @@ class SweepSpec:
         return RunSpec(strategy=cell.strategy, budget=cell.budget, task=self.task, task_options=self.task_options,
                        params=dict(cell.params), limit=self.limit, seed=HOLDOUT_SEED if cell.holdout else cell.seed,
                        engine=replace(self.engine, seed=cell.seed), concurrency=self.concurrency,
-                       hardware=self.hardware)
+                       hardware=self.hardware, backend=self.backend, server=self.server)
 
     def _derivable(self, strategy: str, entry: GridEntry) -> bool:
         if not self.subsample or any(Budget.parse(b).unit != "tokens" for b in self.budgets):
@@ -207,6 +215,9 @@ class SweepSpec:
         # Settings an older or newer EngineConfig does not know are dropped, as `ttscale run --resume` does.
         known = {f.name for f in fields(EngineConfig)}
         values["engine"] = EngineConfig(**{k: v for k, v in values.get("engine", {}).items() if k in known})
+        if isinstance(values.get("server"), dict):
+            server_known = {f.name for f in fields(OpenAIConfig)}
+            values["server"] = OpenAIConfig(**{k: v for k, v in values["server"].items() if k in server_known})
         return cls(**values)
 
 
@@ -281,7 +292,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
             if own is None:
                 from ttscale.engine import start_engine
 
-                own = await start_engine(replace(spec.engine, seed=s))
+                own = await start_engine(spec.server or replace(spec.engine, seed=s))
             return own
 
         try:

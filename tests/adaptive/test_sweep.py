@@ -180,6 +180,38 @@ def test_the_cli_refuses_bad_input_with_one_line(tmp_path: Path, capsys: pytest.
     assert "folds must be ≥ 2, got 1" in capsys.readouterr().err
 
 
+def test_a_config_file_and_the_served_backend_are_read_as_run_reads_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from ttscale.engine.openai import OpenAIConfig
+
+    def refused(*argv: str) -> str:
+        assert main(["sweep", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and not (tmp_path / "s").exists()
+        return err
+
+    config = tmp_path / "sweep.yaml"
+    config.write_text("strategy: [best_of_n n=1|2]\nbudgets: [64, 128]\nlimt: 2\n")
+    err = refused("--config", str(config))
+    assert "sweep: in " in err and "unknown setting 'limt'; did you mean 'limit'?" in err
+    assert "--base-url applies to --backend openai only" in refused("--strategy", "best_of_n", "--budgets", "64",
+                                                                    "--base-url", "http://127.0.0.1:9/v1")
+    assert "--backend openai needs --base-url" in refused("--strategy", "best_of_n", "--budgets", "64",
+                                                          "--backend", "openai", "--model", "m")
+    assert "drop --config" in refused("--resume", str(tmp_path), "--config", str(config))
+    # The served model is part of the spec (sweep.json), its key never is: only the variable that holds it.
+    server = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="served", tokenizer="embedded",
+                          api_key_env="MY_KEY")
+    spec = SweepSpec(grid=(GridEntry.parse("best_of_n n=1|2"),), budgets=("64",), backend="openai", server=server)
+    again = SweepSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+    assert again.server == server and again.run_spec(again.cells()[0]).engine_config() == server
+    with pytest.raises(ValueError, match="backend must be vllm, or openai with a server"):
+        SweepSpec(grid=spec.grid, budgets=("64",), backend="openai")
+
+
 def test_a_genrm_s_v_grid_runs_its_largest_point_and_derives_the_rest() -> None:
     genrm = GridEntry.parse("genrm n=1|2|4 verifications=1|2 max_tokens=40")
     sc = GridEntry.parse("self_consistency n=1|2|4 max_tokens=40")

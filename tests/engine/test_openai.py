@@ -231,3 +231,23 @@ def test_cli_run_on_the_server_keeps_the_key_out_of_run_files(vllm_server: str, 
     stored = json.loads((out / "config.json").read_text())
     assert stored["environment"]["engine"]["backend"] == "openai"
     assert stored["spec"]["server"]["base_url"] == proxy.url
+
+
+def test_a_sweep_from_a_config_file_runs_on_the_server(vllm_server: str, tmp_path: Path) -> None:
+    config = tmp_path / "sweep.yaml"
+    config.write_text(
+        f"backend: openai\nbase_url: {vllm_server}\nmodel: {SERVED}\ntokenizer: embedded\n"
+        "strategy: [self_consistency max_tokens=32]\nbudgets: [64, 128]\ntask: arithmetic:1\nlimit: 2\n"
+        "no_progress: true\njson: true\n"
+    )
+    out = tmp_path / "sweep"
+    done = subprocess.run([sys.executable, "-m", "ttscale.cli", "sweep", "--config", str(config), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = json.loads(done.stdout)["cells"]
+    # 128 ran on the server; 64 was derived from its stored pool (generate once), with no engine of its own.
+    assert sorted((c["budget"], c["derived_from"] is None) for c in cells) == [("128", True), ("64", False)]
+    assert all(c["problems"] == 2 for c in cells)
+    ran = next(p for p in (out / "cells").iterdir() if p.name.endswith("-b128-s0"))
+    stored = json.loads((ran / "config.json").read_text())
+    assert stored["environment"]["engine"]["backend"] == "openai" and stored["spec"]["server"]["model"] == SERVED

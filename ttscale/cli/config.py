@@ -23,7 +23,7 @@ _NOT_IN_CONFIG = {"resume", "config", "func", "command"}
 _LISTS = {"param": "params", "engine_arg": "engine", "chat_template_kwargs": "chat_template_kwargs"}
 
 
-def apply_config_file(args: argparse.Namespace) -> None:
+def apply_config_file(args: argparse.Namespace, command: str = "run") -> None:
     """Fill the flags not given on the command line from `--config FILE` (YAML or JSON).
 
     The file's keys are the flags' names (`max_model_len` or `max-model-len`), plus three mappings:
@@ -34,11 +34,11 @@ def apply_config_file(args: argparse.Namespace) -> None:
     from ttscale.cli import build_parser
 
     path = args.config
-    tokens = _config_tokens(path, _read_config(path), known=set(vars(args)) - _NOT_IN_CONFIG)
+    tokens = _config_tokens(path, _read_config(path, command), known=set(vars(args)) - _NOT_IN_CONFIG, command=command)
     try:
-        from_file = build_parser().parse_args(["run", *tokens])
+        from_file = build_parser().parse_args([command, *tokens])
     except UsageError as exc:
-        raise UsageError(f"run: in {path}: {str(exc).removeprefix('ttscale run: ')}") from None
+        raise UsageError(f"{command}: in {path}: {str(exc).removeprefix(f'ttscale {command}: ')}") from None
     for name, value in vars(from_file).items():
         if name in _NOT_IN_CONFIG or value is None or value is False:
             continue
@@ -92,18 +92,18 @@ def chat_template_kwargs(items: list[str], command: str) -> dict[str, Any]:
     return out
 
 
-def _read_config(path: str) -> dict[str, Any]:
+def _read_config(path: str, command: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as handle:
             raw = handle.read(_CONFIG_MAX_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"run: cannot read config {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{command}: cannot read config {path}: {exc.strerror or exc}") from None
     if len(raw) > _CONFIG_MAX_BYTES:
-        raise UsageError(f"run: config {path} is over {_CONFIG_MAX_BYTES >> 20} MiB; a run's settings fit in a page")
+        raise UsageError(f"{command}: config {path} is over {_CONFIG_MAX_BYTES >> 20} MiB; settings fit in a page")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"run: config {path} is not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(f"{command}: config {path} is not UTF-8 text (byte {exc.start})") from None
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".json":
@@ -111,19 +111,24 @@ def _read_config(path: str) -> dict[str, Any]:
         elif suffix in (".yaml", ".yml"):
             data = _load_yaml(text)
         else:
-            raise UsageError(f"run: config {path} must end in .json, .yaml or .yml")
+            raise UsageError(f"{command}: config {path} must end in .json, .yaml or .yml")
     except RecursionError:
-        raise UsageError(f"run: config {path} is nested too deeply") from None
+        raise UsageError(f"{command}: config {path} is nested too deeply") from None
     except ValueError as exc:  # json.JSONDecodeError and yaml.YAMLError (wrapped below) alike
-        raise UsageError(f"run: config {path} cannot be read: {' '.join(str(exc).split())[:300]}") from None
+        raise UsageError(f"{command}: config {path} cannot be read: {' '.join(str(exc).split())[:300]}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise UsageError(f"run: config {path} must be a mapping of settings, got {type(data).__name__}")
+        raise UsageError(f"{command}: config {path} must be a mapping of settings, got {type(data).__name__}")
     return data
 
 
-def _config_tokens(path: str, data: dict[str, Any], *, known: set[str]) -> list[str]:
+#: On/off flags (true/false in a file), and flags given once per value (a list in a file).
+_SWITCHES = {"no_progress", "json", "no_subsample", "verbose"}
+_REPEATED = {"strategy"}
+
+
+def _config_tokens(path: str, data: dict[str, Any], *, known: set[str], command: str) -> list[str]:
     """The file's settings as command-line tokens (`--key=value`, so a value may start with '-')."""
     tokens: list[str] = []
     for raw_key, value in data.items():
@@ -131,41 +136,44 @@ def _config_tokens(path: str, data: dict[str, Any], *, known: set[str]) -> list[
         flag_of = {mapping: flag for flag, mapping in _LISTS.items()}
         if key in flag_of and (key != "chat_template_kwargs" or isinstance(value, dict)):
             if not isinstance(value, dict):
-                raise UsageError(f"run: in {path}: {key} must be a mapping of name: value")
+                raise UsageError(f"{command}: in {path}: {key} must be a mapping of name: value")
             option = flag_of[key].replace("_", "-")
             for name, item in value.items():
                 # Engine arguments may be structured (a speculative_config): JSON, as on the command line.
                 text = json.dumps(item) if key == "engine" and isinstance(item, dict | list) else (
-                    _scalar(path, f"{key}.{name}", item))
+                    _scalar(path, f"{key}.{name}", item, command))
                 tokens.append(f"--{option}={name}={text}")
             continue
         if key in ("api_key", "openai_api_key"):
-            raise UsageError(f"run: in {path}: an API key is read from the environment only (see api_key_env)")
+            raise UsageError(f"{command}: in {path}: an API key is read from the environment only (see api_key_env)")
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known | {"params"}), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"run: in {path}: unknown setting {raw_key!r}{hint}")
+            raise UsageError(f"{command}: in {path}: unknown setting {raw_key!r}{hint}")
         if value is None:
             continue
         flag = f"--{key.replace('_', '-')}"
-        if key in ("no_progress", "json"):
+        if key in _SWITCHES:
             if not isinstance(value, bool):
-                raise UsageError(f"run: in {path}: {key} must be true or false, got {value!r}")
+                raise UsageError(f"{command}: in {path}: {key} must be true or false, got {value!r}")
             tokens.extend([flag] if value else [])
-        elif key in _LISTS:
+        elif key in _LISTS or key in _REPEATED:
             items = value if isinstance(value, list) else [value]
-            tokens.extend(f"{flag}={_scalar(path, key, item)}" for item in items)
+            tokens.extend(f"{flag}={_scalar(path, key, item, command)}" for item in items)
         else:
-            tokens.append(f"{flag}={_scalar(path, key, value)}")
+            tokens.append(f"{flag}={_scalar(path, key, value, command)}")
     return tokens
 
 
-def _scalar(path: str, key: str, value: Any) -> str:
+def _scalar(path: str, key: str, value: Any, command: str = "run") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str | int | float):
         return str(value)
-    raise UsageError(f"run: in {path}: {key} must be a single value, got {type(value).__name__}")
+    # A list of budgets or seeds is the comma-separated text the flag takes.
+    if isinstance(value, list) and key in ("budgets", "seeds") and all(isinstance(v, str | int) for v in value):
+        return ",".join(map(str, value))
+    raise UsageError(f"{command}: in {path}: {key} must be a single value, got {type(value).__name__}")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -194,4 +202,51 @@ def _load_yaml(text: str) -> Any:
         raise ValueError(str(exc)) from None
 
 
-__all__ = ["ENGINE_FLAGS", "add_engine_flags", "apply_config_file", "chat_template_kwargs", "engine_settings"]
+#: --backend openai settings (OpenAIConfig fields besides base_url and model).
+SERVER_FLAGS = {
+    "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
+    "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
+    "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
+    "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
+    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429 or 5xx (default 6)"),
+}
+
+
+def add_backend_flags(p: argparse.ArgumentParser) -> None:
+    """`--config`, `--backend` and the served model's flags, as `run` and `sweep` share them."""
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
+    p.add_argument("--backend", choices=("vllm", "openai"), help="vllm (default) or openai: a served model")
+    p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1")
+    for flag, (kind, text) in SERVER_FLAGS.items():
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
+
+
+def server_settings(args: argparse.Namespace, stored: Any, command: str) -> Any:
+    """The --backend openai settings (an OpenAIConfig): the `stored` ones (on resume) with the flags on top."""
+    from ttscale.engine.openai import OpenAIConfig
+
+    values: dict[str, Any] = dict(vars(stored)) if stored is not None else {}
+    values.update({f: getattr(args, f) for f in ("base_url", *SERVER_FLAGS) if getattr(args, f, None) is not None})
+    if getattr(args, "chat_template_kwargs", None):
+        values["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, command)
+    if args.model is not None:
+        values["model"] = args.model
+    if not values.get("base_url"):
+        raise UsageError(f"{command}: --backend openai needs --base-url URL (the server's API root)")
+    if not values.get("model"):
+        raise UsageError(f"{command}: --backend openai needs --model NAME (the name the server serves the model under)")
+    try:
+        return OpenAIConfig(**values)
+    except ValueError as exc:
+        raise UsageError(f"{command}: {exc}") from None
+
+
+def vllm_only(args: argparse.Namespace, command: str) -> None:
+    """Refuse the served model's flags without --backend openai."""
+    given = [f for f in ("base_url", *SERVER_FLAGS) if getattr(args, f, None) is not None]
+    if given:
+        raise UsageError(f"{command}: --{given[0].replace('_', '-')} applies to --backend openai only")
+
+
+__all__ = ["ENGINE_FLAGS", "SERVER_FLAGS", "add_backend_flags", "add_engine_flags", "apply_config_file",
+           "chat_template_kwargs", "engine_settings", "server_settings", "vllm_only"]

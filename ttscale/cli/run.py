@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
-from ttscale.cli.config import add_engine_flags, chat_template_kwargs, engine_settings
+from ttscale.cli.config import add_backend_flags, add_engine_flags, engine_settings, server_settings, vllm_only
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineConfig, EngineFatalError, environ_defaults
 from ttscale.engine.openai import OpenAIConfig
@@ -33,14 +33,6 @@ from ttscale.runner import (
 from ttscale.signals import StopSignals
 from ttscale.storage import ENGINE_LOG, RunDir, StorageError
 
-#: --backend openai settings (OpenAIConfig fields besides base_url and model).
-_SERVER_FLAGS = {
-    "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
-    "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
-    "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
-    "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
-    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429 or 5xx (default 6)"),
-}
 #: Ray settings (DistributedConfig fields besides workers and address).
 _RAY_FLAGS = {
     "cpus_per_worker": (float, "CPUs Ray reserves for each worker (default 1)"),
@@ -67,12 +59,10 @@ def register(sub: Any) -> None:
     p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
     p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
     add_engine_flags(p)
-    p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
+    add_backend_flags(p)
     p.add_argument("--workers", type=int, help="spread problems over N Ray workers, one engine each")
     p.add_argument("--ray-address", help="run the workers on an existing Ray cluster (e.g. ray://host:10001)")
-    p.add_argument("--backend", choices=("vllm", "openai"), help="vllm (default) or openai: a served model")
-    p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1")
-    for flag, (kind, text) in {**_SERVER_FLAGS, **_RAY_FLAGS}.items():
+    for flag, (kind, text) in _RAY_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--verbose", action="store_true",
@@ -303,29 +293,12 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
             if name in engine_changes:
                 engine_changes[name] = {**getattr(spec.engine, name), **engine_changes[name]}
         engine = replace(spec.engine, **engine_changes)
-        server = _server(spec, args) if backend == "openai" else None
+        server = server_settings(args, spec.server, "run") if backend == "openai" else None
         if backend == "vllm":
-            given = [f for f in ("base_url", *_SERVER_FLAGS) if getattr(args, f, None) is not None]
-            if given:
-                raise UsageError(f"run: --{given[0].replace('_', '-')} applies to --backend openai only")
+            vllm_only(args, "run")
         return replace(spec, **changes, task_options=task_options, engine=engine, backend=backend, server=server)
     except ValueError as exc:
         raise UsageError(f"run: {exc}") from None
-
-
-def _server(spec: RunSpec, args: argparse.Namespace) -> OpenAIConfig:
-    """The --backend openai settings: the stored ones (on resume) with the flags given on top."""
-    values: dict[str, Any] = {k: v for k, v in vars(spec.server).items()} if spec.server is not None else {}
-    values.update({f: getattr(args, f) for f in ("base_url", *_SERVER_FLAGS) if getattr(args, f, None) is not None})
-    if getattr(args, "chat_template_kwargs", None):
-        values["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, "run")
-    if args.model is not None:
-        values["model"] = args.model
-    if not values.get("base_url"):
-        raise UsageError("run: --backend openai needs --base-url URL (the server's API root)")
-    if not values.get("model"):
-        raise UsageError("run: --backend openai needs --model NAME (the name the server serves the model under)")
-    return OpenAIConfig(**values)
 
 
 def _spec_from_dict(data: dict[str, Any]) -> RunSpec:

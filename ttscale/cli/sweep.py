@@ -17,7 +17,14 @@ from typing import Any
 
 from ttscale.budget import Budget
 from ttscale.cli import UsageError
-from ttscale.cli.config import add_engine_flags, engine_settings
+from ttscale.cli.config import (
+    add_backend_flags,
+    add_engine_flags,
+    apply_config_file,
+    engine_settings,
+    server_settings,
+    vllm_only,
+)
 from ttscale.engine.base import EngineConfig
 from ttscale.routing.holdout import SOURCES, learn_from_sweep
 from ttscale.routing.outcomes import load_results, sweep_table
@@ -47,6 +54,7 @@ def register(sub: Any) -> None:
     p.add_argument("--holdout", type=int, default=0, metavar="N",
                    help="a held-out pool of N samples per problem for the policy's probe and pass@1 (default 0: none)")
     add_engine_flags(p)
+    add_backend_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.set_defaults(func=cmd_sweep)
@@ -85,6 +93,10 @@ def register_policy(sub: Any) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.config:
+        if args.resume:
+            raise UsageError("sweep: --resume takes the settings the sweep was made with; drop --config")
+        apply_config_file(args, "sweep")
     try:
         if args.resume:
             root = Path(args.resume)
@@ -200,8 +212,18 @@ def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
     if not args.strategy or not args.budgets:
         raise ValueError("give at least one --strategy 'NAME key=v1|v2' and --budgets 256,512,...")
     engine = engine_settings(args, "sweep")
-    if args.model:
-        engine["model"] = args.model
+    backend = args.backend or "vllm"
+    if backend == "openai":
+        if "engine_args" in engine:
+            raise UsageError("sweep: --engine-arg applies to --backend vllm; a served model is configured where it "
+                             "is served")
+        server = server_settings(args, None, "sweep")
+        engine.pop("chat_template_kwargs", None)  # rendered here, with the served model's tokenizer
+    else:
+        vllm_only(args, "sweep")
+        server = None
+        if args.model:
+            engine["model"] = args.model
     try:
         seeds = tuple(int(s) for s in args.seeds.split(","))
     except ValueError:
@@ -214,6 +236,8 @@ def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
         seeds=seeds,
         task_options=options,
         engine=replace(EngineConfig(), **engine),
+        backend=backend,
+        server=server,
         subsample=not args.no_subsample,
         **extra,
     )
