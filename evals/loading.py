@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
+
+import jsonlines
 
 from ttscale.schema import Problem
 
@@ -59,24 +61,44 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     empty = True
-    with handle:
-        for line_no, raw in enumerate(handle, start=1):
+    lines = _Numbered(handle)
+    with handle, jsonlines.Reader(lines) as reader:
+        while True:
             try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: not UTF-8 text ({exc.reason})") from exc
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: expected one JSON object per line ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
+                row = reader.read(type=dict, skip_empty=True)
+            except EOFError:
+                break
+            except jsonlines.InvalidLineError as exc:
+                raise ValueError(f"{path}:{exc.lineno}: {_why(exc)}") from exc
             empty = False
-            yield f"{path}:{line_no}", row
+            yield f"{path}:{lines.number}", row
     if empty:
         raise ValueError(f"{path}: no problems (the file is empty)")
+
+
+def _why(exc: jsonlines.InvalidLineError) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        return f"not UTF-8 text ({cause.reason})"
+    if isinstance(cause, json.JSONDecodeError):
+        return f"expected one JSON object per line ({cause.msg})"
+    try:
+        value = json.loads(exc.line)
+    except ValueError:
+        return f"expected one JSON object per line ({exc})"
+    return f"expected a JSON object, got {type(value).__name__}"
+
+
+class _Numbered:
+    """A file's lines, counted as they are read (jsonlines gives a line's number only in its errors)."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle, self.number = handle, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for number, raw in enumerate(self.handle, start=1):
+            self.number = number
+            yield raw
 
 
 def to_problems(spec: DatasetSpec, rows: Iterator[tuple[str, dict[str, Any]]], *, where: str) -> list[Problem]:

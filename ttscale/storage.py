@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+import jsonlines
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -133,9 +136,11 @@ class RunDir:
         """Append one result line and make it durable before returning."""
         if self._results is None:
             raise RuntimeError("RunDir.append outside open_for_writing()")
-        data = _utf8(json.dumps(record, ensure_ascii=False, default=str) + "\n", record)
         try:
-            self._results.write(data)
+            try:
+                jsonlines.Writer(self._results, dumps=_dumps).write(record)
+            except UnicodeEncodeError:  # lone surrogates (a model's broken bytes): JSON escapes read back the same
+                jsonlines.Writer(self._results, dumps=_dumps_ascii).write(record)
             self._results.flush()
             os.fsync(self._results.fileno())
         except OSError as exc:
@@ -143,8 +148,9 @@ class RunDir:
             # onto it and turn a good record into a bad middle line.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._results.fileno(), self._size)
+                self._results.seek(self._size)
             raise storage_error(exc, self.path / RESULTS, "append to") from None
-        self._size += len(data)
+        self._size = self._results.tell()
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored)."""
@@ -240,10 +246,15 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     if not raw.endswith(b"\n"):
         return None  # the process died inside this write
     try:
-        record = json.loads(raw)
-    except (ValueError, RecursionError):
+        record: dict[str, Any] = jsonlines.Reader((raw,)).read(type=dict)
+    except (jsonlines.InvalidLineError, RecursionError):
         return None
-    return record if isinstance(record, dict) else None
+    return record
+
+
+#: How a results line is encoded: UTF-8 as written, anything else as text (paths, enums).
+_dumps = functools.partial(json.dumps, ensure_ascii=False, default=str)
+_dumps_ascii = functools.partial(json.dumps, ensure_ascii=True, default=str)
 
 
 def _utf8(text: str, data: Any, **dump: Any) -> bytes:
