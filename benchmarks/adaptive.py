@@ -39,7 +39,7 @@ from ttscale.routing.policy import LearnOptions, Policy, candidate_key
 from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RunDir
 from ttscale.strategies.adaptive import Allocator
-from ttscale.sweep import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
+from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 
 BOOTSTRAP = 2000
 

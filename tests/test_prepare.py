@@ -10,7 +10,7 @@ import pytest
 
 from ttscale.runner import RunSpec, check_resume, prepare
 from ttscale.storage import CONFIG, RunDir, RunDirError
-from ttscale.sweep import GridEntry, SweepSpec, cell_dir, prepare_cell
+from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, prepare_cell
 
 
 def _math_spec(tmp_path: Path, **changes: object) -> RunSpec:

@@ -14,7 +14,7 @@ import pytest
 
 from ttscale.cli import main
 from ttscale.evals import load_task
-from ttscale.report import load_runs
+from ttscale.reporting import load_runs
 from ttscale.runs import RunLoadError, read_run, read_runs
 from ttscale.schema import Problem
 
@@ -59,9 +59,9 @@ def test_a_torn_last_line_fits_reports_and_loads_as_the_run_without_it(
         code_w, out_w, _ = cli(capsys, *argv, str(whole))
         code_t, out_t, _ = cli(capsys, *argv, str(torn))
         fit_w, fit_t = json.loads(out_w), json.loads(out_t)
-        assert code_w == code_t == 0 and fit_t.pop("read") == ["sc-n8: a torn last line of results.jsonl left out "
+        assert code_w == code_t == 0 and fit_t["details"].pop("read") == ["sc-n8: a torn last line of results.jsonl left out "
                                                                 "(a run cut off or still writing)"]
-        assert fit_w.pop("read") == [] and fit_w == fit_t
+        assert fit_w["details"].pop("read") == [] and fit_w == fit_t
     assert cli(capsys, "report", str(whole))[1] == cli(capsys, "report", str(torn))[1].replace(str(torn), str(whole))
     frames = [load_runs(p).drop(columns="run_dir") for p in (whole, torn)]
     assert frames[0].equals(frames[1])
@@ -86,7 +86,7 @@ def test_the_three_budgets_fit_the_laws_from_the_real_runs(capsys: pytest.Captur
     code, out, _ = cli(capsys, "fit", "--law", "saturation", "--x", "budget", "--n-boot", "50", "--json",
                        *map(str, RUNS))
     fit = json.loads(out)
-    assert code == 0 and fit["n_units"] == 12 and fit["n_points"] == 3 and fit["read"] == []
+    assert code == 0 and fit["n_units"] == 12 and fit["n_points"] == 3 and fit["details"]["read"] == []
     code, out, _ = cli(capsys, "fit", "--law", "coverage", "--n-boot", "50", "--json", *map(str, RUNS))
     # Coverage counts each problem's samples over all three runs, graded as the runs stored them.
     samples = sum(len(r["samples"]) for run in RUNS for r in read_run(run).records)

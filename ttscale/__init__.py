@@ -13,14 +13,15 @@ from ttscale.schema import Answer, Completion, Generation, Problem, RunRecord, S
 
 __version__ = "0.1.0"
 
+_API = ("run", "sweep", "fit", "report", "Engine", "Run", "Sweep", "read_records")
 _REGISTRIES = {"STRATEGIES": "ttscale.strategies", "TASKS": "ttscale.evals", "VERIFIERS": "ttscale.verifiers"}
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` imports it on first use
-    from ttscale.api import Engine, Run, read_records, run
+    from ttscale.api import Engine, Run, Sweep, fit, read_records, report, run, sweep
     from ttscale.comparison import compare
     from ttscale.evals import TASKS
-    from ttscale.report.frames import load_runs
+    from ttscale.reporting.frames import load_runs
     from ttscale.strategies import STRATEGIES
     from ttscale.verifiers import VERIFIERS
 
@@ -32,10 +33,10 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_REGISTRIES[name]), name)
     # `load_runs` needs pandas: import it on first use so that `import ttscale` stays light.
     if name == "load_runs":
-        from ttscale.report.frames import load_runs
+        from ttscale.reporting.frames import load_runs
 
         return load_runs
-    if name in ("run", "Engine", "Run", "read_records"):  # the one-call API (ttscale.api): engines start only when used
+    if name in _API:  # the one-call API (ttscale.api): engines start only when used
         from ttscale import api
 
         return getattr(api, name)
@@ -62,9 +63,13 @@ __all__ = [
     "RunRecord",
     "Sample",
     "SamplingParams",
+    "Sweep",
     "__version__",
     "compare",
+    "fit",
     "load_runs",
     "read_records",
+    "report",
     "run",
+    "sweep",
 ]

@@ -1,7 +1,7 @@
 """`ttscale compare`: paired multi-seed comparisons of strategies, with cluster-bootstrap CIs (`ttscale.compare`).
 
 Run mode: strategies A, B, ... on the same problems with the same seeds, R repeats. It is a sweep
-(ttscale.sweep) whose grid entries are the strategies, with one budget and seeds 0..R−1: repeat r is
+(ttscale.sweeps) whose grid entries are the strategies, with one budget and seeds 0..R−1: repeat r is
 run seed r for every strategy (the seed every per-request seed is derived from, with the problem and the
 request: ttscale.problem_engine), so each (problem, repeat) is a pair that saw the same problem under the
 same seed, and the repeats of a strategy draw different samples. The directory is a sweep directory
@@ -33,7 +33,7 @@ from ttscale.paired import METRICS, PairResult, compare_pair
 from ttscale.routing.policy import candidate_key
 from ttscale.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
-from ttscale.sweep import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
+from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
     from ttscale.engine.base import Engine, EngineConfig

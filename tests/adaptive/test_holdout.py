@@ -29,7 +29,7 @@ from ttscale.routing.outcomes import load_results
 from ttscale.routing.policy import Difficulty, LearnOptions, Policy, learn_policy
 from ttscale.routing.savings import baseline_tokens, tokens_saved
 from ttscale.schema import SamplingParams
-from ttscale.sweep import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
+from ttscale.sweeps import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
 
 
 class SeedEcho(SeededSimulator):
@@ -180,7 +180,7 @@ def holdout_sweep(tmp_path: Path, *, holdout: int) -> tuple[SweepSpec, Path, See
 
 
 def test_the_held_out_pool_samples_with_the_max_tokens_its_candidates_ran(tmp_path: Path) -> None:
-    from ttscale.sweep import GridEntry, SweepSpec
+    from ttscale.sweeps import GridEntry, SweepSpec
 
     data = tmp_path / "math.jsonl"
     data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")

@@ -18,7 +18,7 @@ from ttscale.routing.outcomes import load_results, outcomes
 from ttscale.routing.policy import LearnOptions
 from ttscale.runner import solve
 from ttscale.storage import RESULTS, SUMMARY
-from ttscale.sweep import GridEntry, SweepSpec, cell_dir, create_sweep, derive_record, run_sweep
+from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, create_sweep, derive_record, run_sweep
 
 ANSWERS = ["7", "8", "9", None]
 LEDGER_KEYS = ("spent", "generated_tokens", "samples", "calls", "prompt_tokens", "capped_requests",
@@ -310,7 +310,7 @@ def test_a_sweep_made_before_task_defaults_keeps_running_without_them(tmp_path: 
     assert stored["task_defaults"] is True
     del stored["task_defaults"]  # sweep.json as written before them
     old = SweepSpec.from_dict(stored)
-    from ttscale.sweep import prepare_cell
+    from ttscale.sweeps import prepare_cell
 
     assert prepare_cell(old, old.cells()[0], tmp_path).params.max_tokens == 256
     assert prepare_cell(spec, spec.cells()[0], tmp_path).params.max_tokens == 2048

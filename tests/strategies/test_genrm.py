@@ -249,7 +249,7 @@ def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run() -> None:
     """genrm (S, V) = (1, 1) and (2, 1) derived from a (2, 2) run's stored chains equal direct runs (exact tokens)."""
     from ttscale.budget import Budget
     from ttscale.runner import Meters, Prepared, RunSpec, solve
-    from ttscale.sweep import derive_record
+    from ttscale.sweeps import derive_record
 
     def prepared(budget: int, **params: Any) -> Prepared:
         raw = {k: str(v) for k, v in {"max_tokens": 64, "verify_tokens": 64, **params}.items()}

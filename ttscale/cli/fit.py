@@ -15,7 +15,7 @@ from typing import Any
 
 from ttscale.cli import UsageError
 
-LAWS = ("coverage", "saturation", "kinetics", "genrm")
+LAWS = ("coverage", "saturation", "kinetics", "genrm")  # as ttscale.scaling.laws (not imported: --help stays fast)
 
 
 def register(sub: Any) -> None:
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if args.law == "genrm" and args.lam is None:
         raise UsageError("--law genrm needs --lambda (verification tokens per solution token, e.g. 1.0)")
     try:
-        fit, read = _fit(args)
-        text = json.dumps({**fit.to_dict(), "read": read}) if args.json else _report(fit, read)
+        fit = _fit(args)
+        text = json.dumps(fit.to_dict()) if args.json else _report(fit)
         if args.plot:
             _plot(fit, args.plot)
     except (FitInputError, ValueError) as exc:
@@ -100,59 +100,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fit(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    """The fit, and what reading the runs counted specially (errored problems, torn last lines)."""
-    from ttscale.scaling.io import read_points, read_runs
+def _fit(args: argparse.Namespace) -> Any:
+    from ttscale.api import fit
 
-    data = read_points(args.points, law=args.law) if args.points else read_runs(args.runs, law=args.law, x=args.x)
-    return _fit_law(args, data), list(data.get("notes") or [])
-
-
-def _fit_law(args: argparse.Namespace, data: dict[str, Any]) -> Any:
-    from ttscale.scaling import (
-        fit_coverage,
-        fit_coverage_from_samples,
-        fit_genrm,
-        fit_kinetics,
-        fit_saturation,
-    )
-
-    common = {"n_boot": args.n_boot, "level": args.level, "seed": args.seed}
-    if args.law == "coverage":
-        if "n" in data:
-            return fit_coverage_from_samples(n=data["n"], correct=data["correct"], **common)
-        return fit_coverage(k=data["k"], coverage=data["coverage"], problem=data.get("problem"), **common)
-    if args.law == "saturation":
-        return fit_saturation(
-            form=args.form,
-            budget=data["budget"],
-            accuracy=data["accuracy"],
-            problem=data.get("problem"),
-            mode=args.mode,
-            epsilon=args.epsilon,
-            **common,
-        )
-    if args.law == "kinetics":
-        return fit_kinetics(
-            model=data["model"],
-            cost=data["cost"],
-            accuracy=data["accuracy"],
-            query=data.get("query"),
-            config=data.get("config"),
-            scope=args.scope,
-            **common,
-        )
-    return fit_genrm(
-        s=data["S"],
-        v=data["V"],
-        accuracy=data["accuracy"],
-        lam=args.lam,
-        problem=data.get("problem"),
-        **common,
-    )
+    return fit(law=args.law, runs=args.runs or None, points=args.points, x=args.x, form=args.form, mode=args.mode,
+               epsilon=args.epsilon, lam=args.lam, scope=args.scope, n_boot=args.n_boot, level=args.level,
+               seed=args.seed)
 
 
-def _report(fit: Any, read: list[str]) -> str:
+def _report(fit: Any) -> str:
     pct = f"{100 * fit.level:g}%"
     lines = [
         f"law        {fit.law}: {fit.formula}",
@@ -185,7 +141,7 @@ def _report(fit: Any, read: list[str]) -> str:
         for o in fit.details["optimal"][:30]:
             lines.append(f"           {o['budget']:.4g} → S={o['S']:g}, V={o['V']:g} ({o['accuracy']:.4f})")
     lines.extend(f"warning    {w}" for w in fit.warnings)
-    lines.extend(f"read       {note}" for note in read)
+    lines.extend(f"read       {note}" for note in fit.details.get("read", ()))
     return "\n".join(lines)
 
 

@@ -41,14 +41,14 @@ def run(args: argparse.Namespace) -> int:
         import pandas  # noqa: F401 - only to turn a missing dependency into a usage message
     except ImportError:
         raise UsageError("ttscale report needs pandas: pip install 'ttscale[report]'") from None
-    from ttscale.report import RunLoadError, load_runs, render_html, render_markdown
+    from ttscale.api import report
+    from ttscale.runs import RunLoadError, find_runs
 
     try:
-        problems = load_runs(args.runs)
+        runs = len(find_runs(args.runs))
+        text = report(args.runs, title=args.title, format=fmt)
     except RunLoadError as exc:
         raise UsageError(str(exc)) from None
-    render = render_html if fmt == "html" else render_markdown
-    text = render(problems, title=args.title)
     if args.out:
         out = Path(args.out)
         try:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {str(out)!r}: {exc.strerror}") from None
-        print(f"wrote {out} ({fmt}, {problems['run'].nunique()} runs)", file=sys.stderr)
+        print(f"wrote {out} ({fmt}, {runs} runs)", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

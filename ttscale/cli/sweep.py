@@ -1,6 +1,6 @@
 """`ttscale sweep` (a grid of runs, generated once per pool) and `ttscale policy` (a per-difficulty policy from one).
 
-A thin adapter: the sweep runs through `ttscale.sweep`, its results are read back by `ttscale.routing.outcomes`,
+A thin adapter: the sweep runs through `ttscale.sweeps`, its results are read back by `ttscale.routing.outcomes`,
 the policy is learned by `ttscale.routing.holdout.learn_from_sweep`.
 """
 
@@ -30,7 +30,7 @@ from ttscale.routing.holdout import SOURCES, learn_from_sweep
 from ttscale.routing.outcomes import load_results, sweep_table
 from ttscale.routing.policy import LearnOptions
 from ttscale.routing.replay import best_at_compute
-from ttscale.sweep import GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
+from ttscale.sweeps import GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
 
 
 def register(sub: Any) -> None:

@@ -25,7 +25,7 @@ from ttscale.schema import Sample
 from ttscale.selection import majority_vote
 from ttscale.storage import CONFIG
 from ttscale.strategies import STRATEGIES
-from ttscale.sweep import POOL_STRATEGIES, Cell, SweepSpec, cell_dir
+from ttscale.sweeps import POOL_STRATEGIES, Cell, SweepSpec, cell_dir
 
 Source = Literal["auto", "holdout", "pools"]
 SOURCES: tuple[str, ...] = ("auto", "holdout", "pools")

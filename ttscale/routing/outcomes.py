@@ -15,7 +15,7 @@ from ttscale.budget import Budget
 from ttscale.routing.policy import Outcome
 from ttscale.runs import read_run
 from ttscale.schema import Problem
-from ttscale.sweep import Cell, SweepSpec, cell_dir, load_spec
+from ttscale.sweeps import Cell, SweepSpec, cell_dir, load_spec
 
 
 @dataclass

@@ -1,13 +1,13 @@
 """A sweep's smaller budgets replayed from the stored pool of its largest one, and SC vs GenRM at matched compute.
 
-`derive_cell` / `derive_record` write a cell from its source's records (see ttscale.sweep: generate once,
+`derive_cell` / `derive_record` write a cell from its source's records (see ttscale.sweeps: generate once,
 evaluate every budget); `replay_pool` replays the sample-pool strategies' requests on a real ledger.
 
 `replay_genrm` gives the record a GenRM run with (S, V) at budget b would write, from a source run
 with S_B ≥ S solutions and V_B ≥ V chains each (its `info["chains"]` stores every chain's verdict and
 token counts): the first S solutions and the first V chains of each, on a real `Ledger` of budget b
 that reserves and settles what the strategy would send, with the chains' true token counts. Under the
-i.i.d. assumption of ttscale.sweep (the samples of one prompt do not depend on n or on other requests),
+i.i.d. assumption of ttscale.sweeps (the samples of one prompt do not depend on n or on other requests),
 the first k of a stored list are distributed as a run's k. Refused when the run would send anything the
 replay cannot reproduce: a request the ledger would cap, more solutions or chains than stored, or a
 source that was itself capped (its samples would be shorter than an uncapped run's).
@@ -33,7 +33,7 @@ from ttscale.storage import CONFIG, SUMMARY, RunDir
 from ttscale.summary import summarize
 
 if TYPE_CHECKING:
-    from ttscale.sweep import Cell
+    from ttscale.sweeps import Cell
 
 POOL_STRATEGIES = ("best_of_n", "self_consistency")
 

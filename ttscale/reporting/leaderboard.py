@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ttscale.report.frames import run_table
+from ttscale.reporting.frames import run_table
 
 if TYPE_CHECKING:
     import pandas as pd

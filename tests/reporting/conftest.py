@@ -1,4 +1,4 @@
-"""Report tests: a shared set of SYNTHETIC runs (tests/report/report_synthetic.py builds them)."""
+"""Report tests: a shared set of SYNTHETIC runs (tests/reporting/report_synthetic.py builds them)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ VOTABLE = (0.8, 0.5, 0.35, 0.2, 0.05)
 @pytest.fixture(scope="session")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Synthetic runs: self-consistency at four token budgets, best-of-N at two of them, 20 problems each."""
-    from tests.report.report_synthetic import make_run
+    from tests.reporting.report_synthetic import make_run
 
     root = tmp_path_factory.mktemp("sweep")
     for budget in ("128", "256", "1k", "2k"):

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ttscale.evals.metrics import wilson_interval
-from ttscale.report.frames import pass_at_k_table, run_table
-from ttscale.report.svg import PALETTE, Chart, Svg
+from ttscale.reporting.frames import pass_at_k_table, run_table
+from ttscale.reporting.svg import PALETTE, Chart, Svg
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.report_synthetic import make_run
-from ttscale.report import budget_matched, leaderboard, load_runs
+from tests.reporting.report_synthetic import make_run
+from ttscale.reporting import budget_matched, leaderboard, load_runs
 
 
 def test_matched_runs_form_one_group_ranked_by_accuracy_without_warnings(tmp_path: Path) -> None:

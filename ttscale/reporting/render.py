@@ -7,10 +7,10 @@ import time
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ttscale.report.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost
-from ttscale.report.frames import run_table
-from ttscale.report.leaderboard import Leaderboard, leaderboard
-from ttscale.report.svg import human
+from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost
+from ttscale.reporting.frames import run_table
+from ttscale.reporting.leaderboard import Leaderboard, leaderboard
+from ttscale.reporting.svg import human
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,7 +47,7 @@ def render_html(problems: pd.DataFrame, *, title: str = "ttscale report") -> str
 def _template() -> Any:
     import jinja2
 
-    environment = jinja2.Environment(loader=jinja2.PackageLoader("ttscale.report", "templates"), autoescape=True,
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("ttscale.reporting", "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     return environment.get_template("report.html.j2")
 

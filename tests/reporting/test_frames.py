@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import ttscale
-from tests.report.report_synthetic import make_run
+from tests.reporting.report_synthetic import make_run
 from ttscale.budget import Budget, Ledger
 from ttscale.evals.metrics import pass_at_k, wilson_interval
-from ttscale.report import RunLoadError, load_runs, pass_at_k_table, run_table
+from ttscale.reporting import RunLoadError, load_runs, pass_at_k_table, run_table
 from ttscale.schema import RunRecord
 
 

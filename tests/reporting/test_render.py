@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.report_synthetic import make_run
+from tests.reporting.report_synthetic import make_run
 from ttscale.cli import main
-from ttscale.report import load_runs, render_html, render_markdown
+from ttscale.reporting import load_runs, render_html, render_markdown
 
 
 class _Collect(HTMLParser):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.report_synthetic import make_run
-from ttscale.report import Chart, accuracy_vs_budget, coverage_vs_samples, load_runs, pareto_vs_cost
-from ttscale.report.svg import human
+from tests.reporting.report_synthetic import make_run
+from ttscale.reporting import Chart, accuracy_vs_budget, coverage_vs_samples, load_runs, pareto_vs_cost
+from ttscale.reporting.svg import human
 
 NS = "{http://www.w3.org/2000/svg}"
 
