@@ -59,8 +59,8 @@ def test_a_torn_last_line_fits_reports_and_loads_as_the_run_without_it(
         code_w, out_w, _ = cli(capsys, *argv, str(whole))
         code_t, out_t, _ = cli(capsys, *argv, str(torn))
         fit_w, fit_t = json.loads(out_w), json.loads(out_t)
-        assert code_w == code_t == 0 and fit_t["details"].pop("read") == ["sc-n8: a torn last line of results.jsonl left out "
-                                                                "(a run cut off or still writing)"]
+        torn_note = "sc-n8: a torn last line of results.jsonl left out (a run cut off or still writing)"
+        assert code_w == code_t == 0 and fit_t["details"].pop("read") == [torn_note]
         assert fit_w["details"].pop("read") == [] and fit_w == fit_t
     assert cli(capsys, "report", str(whole))[1] == cli(capsys, "report", str(torn))[1].replace(str(torn), str(whole))
     frames = [load_runs(p).drop(columns="run_dir") for p in (whole, torn)]
