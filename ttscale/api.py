@@ -110,14 +110,19 @@ def run(
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
     progress: bool = False,
+    verbose: bool = False,
 ) -> Run:
     """Run `strategy` on `task` at `budget` per problem; write and return the run directory (see the module doc).
 
     `engine`: a started `Engine` to share (its model is the run's); None = start one for this run.
     Calling again with the same `out` resumes: the settings must be the run's, and only unfinished problems run.
+    The engine's start-up output goes to the run's engine.log (`verbose=True`: to this terminal); a new run
+    that finished nothing is removed, and an engine that failed to start raises `EngineStartError` naming
+    where its log was kept.
     """
-    from ttscale.engine import SyncEngine
-    from ttscale.runner import RunSpec, check_resume, default_out, execute, prepare, record_engine, write_config
+    from ttscale.engine.loop import BackgroundLoop
+    from ttscale.launch import launch
+    from ttscale.runner import RunSpec, check_resume, default_out, prepare
     from ttscale.storage import RunDir
 
     config = engine.config if engine is not None else engine_config(model=model)
@@ -131,17 +136,16 @@ def run(
         if isinstance(stored, dict):  # the parameters the run was made with (task defaults of that day included)
             prepared = prepare(replace(spec, params={**stored, **spec.params}), task_defaults=False)
         check_resume(run_dir, prepared)
-    own = engine.start() if engine is not None else SyncEngine(config)
+    # A shared engine's own loop runs the problems and the engine stays up for the next call; otherwise a loop
+    # of this run's own (so this works inside a notebook's running loop too) starts and closes one.
+    shared = engine.start() if engine is not None else None
+    loop = shared.loop if shared is not None else BackgroundLoop()
     try:
-        with run_dir.open_for_writing():
-            if not resuming:
-                write_config(run_dir, prepared, own.engine, argv=["ttscale.run", strategy])
-            elif not (run_dir.read_config().get("environment") or {}).get("engine"):
-                record_engine(run_dir, own.engine.describe())
-            summary = own.loop.run(execute(prepared, own.engine, run_dir, progress=progress))
+        summary = loop.run(launch(prepared, run_dir, resuming=resuming, engine=shared.engine if shared else None,
+                                  progress=progress, log=not verbose, argv=["ttscale.run", strategy]))
     finally:
-        if engine is None:
-            own.close()
+        if shared is None:
+            loop.stop()
     return Run(path=run_dir.path, summary=summary)
 
 
@@ -246,15 +250,17 @@ def report(
     runs: str | Path | Sequence[str | Path], *, out: str | Path | None = None, title: str = "ttscale report",
     format: str | None = None,
 ) -> str:
-    """The leaderboard and charts of run directories (or folders holding them) as HTML or Markdown; written to
-    `out` when given (`format` from its suffix unless given: .html, else Markdown). Returns the text."""
-    from ttscale.reporting import load_runs, render_html, render_markdown
+    """The leaderboard and charts of run directories (or folders holding them) as HTML or Markdown, with the
+    paired comparisons (compare.json) found under them; written to `out` when given (`format` from its suffix
+    unless given: .html, else Markdown). Returns the text."""
+    from ttscale.reporting import find_comparisons, load_runs, render_html, render_markdown
 
     kind = format or ("html" if out is not None and Path(out).suffix.lower() in (".html", ".htm") else "md")
     if kind not in ("md", "html"):
         raise ValueError(f"format must be md or html, got {kind!r}")
     problems = load_runs(runs)
-    text = (render_html if kind == "html" else render_markdown)(problems, title=title)
+    comparisons = find_comparisons(runs)
+    text = (render_html if kind == "html" else render_markdown)(problems, title=title, comparisons=comparisons)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")

@@ -5,30 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
 import sys
-import tempfile
 from dataclasses import fields, replace
-from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
 from ttscale.cli.config import add_backend_flags, add_engine_flags, engine_settings, server_settings, vllm_only
 from ttscale.distributed import DistributedConfig, DistributedError
-from ttscale.engine.base import EngineConfig, EngineFatalError, environ_defaults
+from ttscale.engine.base import EngineConfig, EngineFatalError
 from ttscale.engine.openai import OpenAIConfig
-from ttscale.logs import Terminal, capture_output
+from ttscale.launch import launch
 from ttscale.registry import UnknownNameError
 from ttscale.runner import (
     Prepared,
     RunSpec,
     check_resume,
     default_out,
-    execute,
     prepare,
-    record_engine,
-    write_config,
 )
 from ttscale.signals import StopSignals
 from ttscale.storage import ENGINE_LOG, RunDir, StorageError
@@ -151,83 +144,8 @@ async def _run(
     stop: StopSignals,
 ) -> dict[str, Any]:
     stop.install(asyncio.get_running_loop())
-    created = not run_dir.path.exists()
-    with run_dir.open_for_writing():
-        if not resuming:  # before the engine starts: a run killed while it starts can be resumed
-            write_config(run_dir, prepared)
-        # The engine's start-up chatter goes to the run's log; the terminal keeps the progress bar and the summary.
-        log = None if args.verbose else run_dir.path / ENGINE_LOG
-        try:
-            with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log) as terminal:
-                return await _serve(prepared, run_dir, resuming=resuming, distributed=distributed,
-                                    progress=not args.no_progress, terminal=terminal)
-        except BaseException as exc:
-            if resuming or run_dir.records():
-                raise
-            # A new run that finished nothing leaves no run behind, so the same --out works again; when the
-            # engine itself failed, its log (the only place vLLM states the cause) is kept and named.
-            kept = _keep_engine_log(run_dir) if _engine_failure(exc) else None
-            run_dir.discard(remove_dir=created)
-            if kept is None:
-                raise
-            raise EngineStartError(f"{' '.join(str(exc).split())[:400]} (the engine's log: {kept})") from exc
-
-
-async def _serve(
-    prepared: Prepared,
-    run_dir: RunDir,
-    *,
-    resuming: bool,
-    distributed: DistributedConfig | None,
-    progress: bool,
-    terminal: Terminal,
-) -> dict[str, Any]:
-    """Start the engine (or the Ray workers), run the problems, and shut the engine down whatever happens."""
-    from ttscale.engine import start_engine
-
-    if distributed is not None:
-        from ttscale.distributed import run_distributed
-
-        summary, engines = await run_distributed(
-            prepared, run_dir, distributed, progress=progress, progress_file=terminal.err
-        )
-        if not resuming:
-            record_engine(run_dir, {"workers": engines})
-        return summary
-    if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
-        log = run_dir.path / ENGINE_LOG
-        print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
-    engine = await start_engine(prepared.spec.engine_config())
-    try:
-        if not resuming:
-            record_engine(run_dir, engine.describe())
-        return await execute(prepared, engine, run_dir, progress=progress, progress_file=terminal.err)
-    finally:
-        await engine.close()
-
-
-class EngineStartError(RuntimeError):
-    """The engine failed before any problem finished; the message names where its log was kept."""
-
-
-def _engine_failure(exc: BaseException) -> bool:
-    """Whether `exc` came from the engine or its libraries rather than from ttscale's own checks or a signal."""
-    ours = (ValueError, OSError, UsageError, EngineFatalError, DistributedError, asyncio.CancelledError)
-    return isinstance(exc, Exception) and not isinstance(exc, ours)
-
-
-def _keep_engine_log(run_dir: RunDir) -> Path | None:
-    """Move a non-empty engine log of a discarded run to a temporary file; its new path."""
-    log = run_dir.path / ENGINE_LOG
-    try:
-        if not log.is_file() or log.stat().st_size == 0:
-            return None
-        handle, name = tempfile.mkstemp(prefix="ttscale-engine-", suffix=".log")
-        os.close(handle)
-        shutil.move(str(log), name)
-    except OSError:
-        return None
-    return Path(name)
+    return await launch(prepared, run_dir, resuming=resuming, distributed=distributed,
+                        progress=not args.no_progress, log=not args.verbose)
 
 
 def _saved_hint(run_dir: RunDir) -> str:

@@ -9,6 +9,7 @@
 Needs pandas (the `report` extra); nothing here is imported by `import ttscale`.
 """
 
+from ttscale.reporting.comparisons import find_comparisons
 from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost, series_labels
 from ttscale.reporting.frames import load_runs, pass_at_k_table, run_table
 from ttscale.reporting.leaderboard import Leaderboard, budget_matched, leaderboard
@@ -24,6 +25,7 @@ __all__ = [
     "accuracy_vs_budget",
     "budget_matched",
     "coverage_vs_samples",
+    "find_comparisons",
     "find_runs",
     "leaderboard",
     "level_table",

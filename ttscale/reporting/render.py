@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ttscale.reporting.comparisons import comparison_markdown, comparison_view
 from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost
 from ttscale.reporting.frames import run_table
 from ttscale.reporting.leaderboard import Leaderboard, leaderboard
@@ -15,8 +17,11 @@ from ttscale.reporting.svg import human
 if TYPE_CHECKING:
     import pandas as pd
 
-def render_html(problems: pd.DataFrame, *, title: str = "ttscale report") -> str:
-    """The whole report as one HTML document: warnings, leaderboard, charts, per-level accuracy, run details."""
+def render_html(
+    problems: pd.DataFrame, *, title: str = "ttscale report", comparisons: Sequence[dict[str, Any]] = ()
+) -> str:
+    """The whole report as one HTML document: warnings, leaderboard, paired comparisons (compare.json as read by
+    `find_comparisons`), charts, per-level accuracy, run details."""
     from markupsafe import Markup
 
     board = leaderboard(problems)
@@ -31,6 +36,7 @@ def render_html(problems: pd.DataFrame, *, title: str = "ttscale report") -> str
         show_model=show_model,
         rows=_leaderboard_rows(board),
         groups=list(board.groups.items()),
+        comparisons=[comparison_view(c) for c in comparisons],
         charts=[Markup(svg) for svg in _charts(problems)],  # our own SVG, its labels escaped where it was drawn
         levels=None if levels.empty else {
             "columns": [str(c) for c in levels.columns],
@@ -52,8 +58,11 @@ def _template() -> Any:
     return environment.get_template("report.html.j2")
 
 
-def render_markdown(problems: pd.DataFrame, *, title: str = "ttscale report") -> str:
-    """The leaderboard, warnings, per-level accuracy and run details as GitHub-flavoured Markdown."""
+def render_markdown(
+    problems: pd.DataFrame, *, title: str = "ttscale report", comparisons: Sequence[dict[str, Any]] = ()
+) -> str:
+    """The leaderboard, warnings, paired comparisons, per-level accuracy and run details as GitHub-flavoured
+    Markdown."""
     board = leaderboard(problems)
     lines = [f"# {title}", "", _subtitle(problems), ""]
     lines += [f"> **⚠ Warning:** {w}" + "\n>" for w in board.warnings]
@@ -97,6 +106,8 @@ def render_markdown(problems: pd.DataFrame, *, title: str = "ttscale report") ->
         )
     lines += [""] + [f"- **{g}**: {d}" for g, d in board.groups.items()]
     lines += ["", "Ranked by accuracy within each budget-matched group; Δ is paired over the same problems.", ""]
+    for comparison in comparisons:
+        lines += [comparison_markdown(comparison), "", f"From `{comparison['path']}`.", ""]
     levels = level_table(problems)
     if not levels.empty:
         lines += ["## Accuracy by difficulty level", "", _md_row(["level", *levels.columns])]

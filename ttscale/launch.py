@@ -1,0 +1,132 @@
+"""Carry out a prepared run — the one path shared by `ttscale run` and `ttscale.run`.
+
+Order matters and is kept here once: lock the run directory; write config.json before the engine starts (a run
+killed while its engine starts can be resumed); start the engine (or use a shared one, or Ray workers) with its
+start-up chatter in the run's engine.log; run the unfinished problems; shut down what was started. A new run that
+finished nothing is removed, so the same `out` works again; when the engine itself failed, its log (the only place
+vLLM states the cause) is kept and named in an `EngineStartError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ttscale.engine.base import EngineFatalError, environ_defaults
+from ttscale.logs import Terminal, capture_output
+from ttscale.run_config import record_engine, write_config
+from ttscale.storage import ENGINE_LOG, RunDir
+
+if TYPE_CHECKING:
+    from ttscale.distributed import DistributedConfig
+    from ttscale.engine import Engine
+    from ttscale.runner import Prepared
+
+
+class EngineStartError(RuntimeError):
+    """The engine failed before any problem finished; the message names where its log was kept."""
+
+
+async def launch(
+    prepared: Prepared,
+    run_dir: RunDir,
+    *,
+    resuming: bool,
+    engine: Engine | None = None,
+    distributed: DistributedConfig | None = None,
+    progress: bool = False,
+    log: bool = True,
+    argv: list[str] | None = None,
+) -> dict[str, Any]:
+    """Run `prepared` into `run_dir` and return its summary (see the module doc).
+
+    `engine`: a started engine to use (it must run on this loop and is left running); None = start one here
+    (or the Ray workers of `distributed`) and close it afterwards. `log`: the engine's output goes to the run's
+    engine.log (False: to this terminal). `argv`: the command stored in config.json (default sys.argv).
+    """
+    created = not run_dir.path.exists()
+    with run_dir.open_for_writing():
+        if not resuming:
+            write_config(run_dir, prepared, argv=argv)
+        log_path = run_dir.path / ENGINE_LOG if log and engine is None else None
+        try:
+            with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log_path) as terminal:
+                return await _serve(prepared, run_dir, engine=engine, distributed=distributed, progress=progress,
+                                    terminal=terminal)
+        except BaseException as exc:
+            if resuming or run_dir.records():
+                raise
+            kept = _keep_engine_log(run_dir) if _engine_failure(exc) else None
+            run_dir.discard(remove_dir=created)
+            if kept is None:
+                raise
+            raise EngineStartError(f"{' '.join(str(exc).split())[:400]} (the engine's log: {kept})") from exc
+
+
+async def _serve(
+    prepared: Prepared,
+    run_dir: RunDir,
+    *,
+    engine: Engine | None,
+    distributed: DistributedConfig | None,
+    progress: bool,
+    terminal: Terminal,
+) -> dict[str, Any]:
+    """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
+    from ttscale.engine import start_engine
+    from ttscale.runner import execute
+
+    unrecorded = not (run_dir.read_config().get("environment") or {}).get("engine")
+    if distributed is not None:
+        from ttscale.distributed import run_distributed
+
+        summary, engines = await run_distributed(
+            prepared, run_dir, distributed, progress=progress, progress_file=terminal.err
+        )
+        if unrecorded:
+            record_engine(run_dir, {"workers": engines})
+        return summary
+    if engine is not None:
+        if unrecorded:
+            record_engine(run_dir, engine.describe())
+        return await execute(prepared, engine, run_dir, progress=progress, progress_file=terminal.err)
+    if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
+        log = run_dir.path / ENGINE_LOG
+        print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
+    started = await start_engine(prepared.spec.engine_config())
+    try:
+        if unrecorded:
+            record_engine(run_dir, started.describe())
+        return await execute(prepared, started, run_dir, progress=progress, progress_file=terminal.err)
+    finally:
+        await started.close()
+
+
+def _engine_failure(exc: BaseException) -> bool:
+    """Whether `exc` came from the engine or its libraries rather than from ttscale's own checks or a signal."""
+    from ttscale.cli import UsageError
+    from ttscale.distributed import DistributedError
+
+    ours = (ValueError, OSError, UsageError, EngineFatalError, DistributedError, asyncio.CancelledError)
+    return isinstance(exc, Exception) and not isinstance(exc, ours)
+
+
+def _keep_engine_log(run_dir: RunDir) -> Path | None:
+    """Move a non-empty engine log of a discarded run to a temporary file; its new path."""
+    log = run_dir.path / ENGINE_LOG
+    try:
+        if not log.is_file() or log.stat().st_size == 0:
+            return None
+        handle, name = tempfile.mkstemp(prefix="ttscale-engine-", suffix=".log")
+        os.close(handle)
+        shutil.move(str(log), name)
+    except OSError:
+        return None
+    return Path(name)
+
+
+__all__ = ["EngineStartError", "launch"]
