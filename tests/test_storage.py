@@ -103,3 +103,88 @@ def test_reads_follow_appends_torn_lines_and_a_replaced_file(tmp_path: Path) -> 
     records = run_dir.records()
     records[0]["id"] = "edited"  # what a caller does to its copy does not reach the next read
     assert run_dir.finished_ids() == {"z"}
+
+
+def test_problems_finishing_together_share_an_fsync_and_each_returns_only_once_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from ttscale.storage import GroupCommit
+
+    synced: list[int] = []  # the file's size at each fsync: what is durable
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr("ttscale.storage.os.fsync", fsync)
+    run = RunDir(tmp_path)
+
+    async def main() -> GroupCommit:
+        commit = GroupCommit(run)
+
+        async def finish(i: int) -> None:
+            await asyncio.sleep(0.001 * (i % 3))  # three waves of problems finishing at once
+            await commit.append({"id": f"p{i}", "pad": "x" * i})
+            # Returned: this problem's line lies within what the last fsync covered.
+            line_end = (tmp_path / RESULTS).read_text().index(f'"p{i}"')
+            assert synced and synced[-1] > line_end
+
+        await asyncio.gather(*(finish(i) for i in range(60)))
+        await commit.close()
+        return commit
+
+    with run.open_for_writing():
+        commit = asyncio.run(main())
+    assert sorted(r["id"] for r in run.records()) == sorted(f"p{i}" for i in range(60))
+    assert commit.commits == len(synced) and 1 <= commit.commits < 60, synced
+
+
+def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    from ttscale.storage import GroupCommit, StorageError
+
+    run = RunDir(tmp_path)
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async def main() -> list[BaseException | None]:
+        commit = GroupCommit(run)
+        await commit.append({"id": "kept"})
+        monkeypatch.setattr("ttscale.storage.os.fsync", full)
+        outcomes = await asyncio.gather(*(commit.append({"id": f"lost{i}"}) for i in range(5)), return_exceptions=True)
+        monkeypatch.setattr("ttscale.storage.os.fsync", real_fsync)
+        await commit.append({"id": "after"})  # the disk has room again: the run goes on from a whole line
+        return list(outcomes)
+
+    with run.open_for_writing():
+        outcomes = asyncio.run(main())
+    assert all(isinstance(o, StorageError) and "No space left" in str(o) for o in outcomes), outcomes
+    assert [r["id"] for r in run.records()] == ["kept", "after"]
+    assert (tmp_path / RESULTS).read_text() == '{"id": "kept"}\n{"id": "after"}\n'
+
+
+def test_a_problem_cancelled_while_its_line_is_written_still_has_it_saved(tmp_path: Path) -> None:
+    from ttscale.storage import GroupCommit
+
+    run = RunDir(tmp_path)
+
+    async def main() -> None:
+        commit = GroupCommit(run)
+        task = asyncio.ensure_future(commit.append({"id": "a"}))
+        await asyncio.sleep(0)  # the line is handed over and its write has begun
+        task.cancel()
+        await commit.close()
+        assert task.cancelled()
+
+    with run.open_for_writing():
+        asyncio.run(main())
+    assert [r["id"] for r in run.records()] == ["a"]

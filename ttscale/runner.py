@@ -28,7 +28,7 @@ from ttscale.progress import Progress
 from ttscale.run_config import default_out, record_engine, write_config  # noqa: F401 - the runner's names too
 from ttscale.runs import grade_samples
 from ttscale.schema import Answer, Problem, RunRecord
-from ttscale.storage import SUMMARY, RunDir, RunDirError
+from ttscale.storage import SUMMARY, GroupCommit, RunDir, RunDirError
 from ttscale.strategies import STRATEGIES
 from ttscale.summary import summarize
 
@@ -276,12 +276,13 @@ async def run_problems(
     started = time.perf_counter()
 
     warned = False
+    commit = GroupCommit(run_dir)
 
     async def one(problem: Problem) -> None:
         nonlocal warned
         async with semaphore:
             record = await solver(problem)
-        run_dir.append(record)
+        await commit.append(record)  # durable before the problem counts as done
         cut = int((record.get("ledger") or {}).get("cut_samples", 0))
         if cut and not warned and progress_file is not None:  # once per CLI run (the terminal); summary counts all
             warned = True
@@ -301,6 +302,7 @@ async def run_problems(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await commit.close()  # lines handed over are written before the directory closes
         tracker.close()
     wanted = {p.id for p in prepared.problems}
     records = [r for r in run_dir.records() if r.get("id") in wanted]
