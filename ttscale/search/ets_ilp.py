@@ -119,61 +119,53 @@ def select_nodes(
 
     # The constraint matrix as sparse triplets: each row touches a handful of columns, and a dense matrix of
     # (paths × steps)² entries was most of the solve's time at width 64 (benchmarks/harness.py --ilp).
-    entries: tuple[list[int], list[int], list[float]] = ([], [], [])
+    rows: list[int] = []
+    columns: list[int] = []
+    values: list[float] = []
     lower: list[float] = []
     upper: list[float] = []
 
-    def add(coefficients: dict[int, float], lo: float, hi: float) -> None:
-        row = len(lower)
-        for column, value in coefficients.items():
-            entries[0].append(row)
-            entries[1].append(column)
-            entries[2].append(value)
+    def add(at: list[int], coefficients: list[float], lo: float, hi: float) -> None:
+        rows.extend([len(lower)] * len(at))
+        columns.extend(at)
+        values.extend(coefficients)
         lower.append(lo)
         upper.append(hi)
 
-    def matrix() -> Any:
+    def constraints() -> Any:
         from scipy.sparse import csr_array
 
-        return csr_array((entries[2], (entries[0], entries[1])), shape=(len(lower), size))
+        matrix = csr_array((values, (rows, columns)), shape=(len(lower), size))
+        return LinearConstraint(matrix, lower, upper)
 
     under: dict[K, list[int]] = {node: [] for node in nodes}
     for i, path in enumerate(paths):
         for node in dict.fromkeys(path):  # a node listed twice in one path is one constraint
             under[node].append(i)
-            add({index[node]: 1.0, i: -1.0}, 0.0, np.inf)  # y_j ≥ x_i
+            add([index[node], i], [1.0, -1.0], 0.0, np.inf)  # y_j ≥ x_i
     for node, members in under.items():
-        add({index[node]: 1.0, **{i: -1.0 for i in members}}, -np.inf, 0.0)  # y_j ≤ Σ x_i
-    if clusters is not None:
-        for label in labels:
-            add({z_at[label]: 1.0, **{i: -1.0 for i, c in enumerate(clusters) if c == label}}, -np.inf, 0.0)
-    add(dict.fromkeys(range(n), 1.0), 1.0, np.inf)  # Σ x_i ≥ 1
+        add([index[node], *members], [1.0] + [-1.0] * len(members), -np.inf, 0.0)  # y_j ≤ Σ x_i
+    for label in labels:
+        members = [i for i, c in enumerate(clusters or ()) if c == label]
+        add([z_at[label], *members], [1.0] + [-1.0] * len(members), -np.inf, 0.0)  # z_k ≤ Σ x_i
+    add(list(range(n)), [1.0] * n, 1.0, np.inf)  # Σ x_i ≥ 1
 
     integrality = np.ones(size)
     bounds = Bounds(np.zeros(size), np.ones(size))
     options = {"mip_rel_gap": 0.0, "presolve": True}
-    first = milp(
-        -gain,
-        constraints=LinearConstraint(matrix(), lower, upper),
-        integrality=integrality,
-        bounds=bounds,
-        options=options,
-    )
+    first = milp(-gain, constraints=constraints(), integrality=integrality, bounds=bounds, options=options)
     if first.x is None:  # pragma: no cover - the program is always feasible (keep everything)
         raise RuntimeError(f"ETS node selection failed: {first.message}")
-    best = float(gain @ np.round(first.x))
-    # Second solve: among the optimal selections, the one that keeps the most candidates.
-    add({j: float(g) for j, g in enumerate(gain) if g != 0.0}, best - TIE_TOLERANCE * max(1.0, abs(best)), np.inf)
-    count = np.zeros(size)
-    count[:n] = 1.0
-    second = milp(
-        -count,
-        constraints=LinearConstraint(matrix(), lower, upper),
-        integrality=integrality,
-        bounds=bounds,
-        options=options,
-    )
-    solution = second.x if second.x is not None else first.x
+    second = None
+    if round(float(first.x[:n].sum())) < n:  # keeping every candidate cannot be beaten on the count
+        # Second solve: among the optimal selections, the one that keeps the most candidates.
+        best = float(gain @ np.round(first.x))
+        nonzero = [j for j, g in enumerate(gain) if g != 0.0]
+        add(nonzero, [float(gain[j]) for j in nonzero], best - TIE_TOLERANCE * max(1.0, abs(best)), np.inf)
+        count = np.zeros(size)
+        count[:n] = 1.0
+        second = milp(-count, constraints=constraints(), integrality=integrality, bounds=bounds, options=options)
+    solution = second.x if second is not None and second.x is not None else first.x
     keep = tuple(bool(round(v)) for v in solution[:n])
     value, kv_share, covered = objective(
         keep, paths=paths, costs=costs, outcome=outcome, clusters=clusters, lambda_c=lambda_c, lambda_s=lambda_s

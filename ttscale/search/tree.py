@@ -6,8 +6,10 @@ followed by the step the engine produced (the prefix cache hits; nothing is re-t
 Unique KV tokens. The tree also keeps a token trie of every prefix it has seen. The KV a search
 holds at a moment is the union of the prefixes of its live nodes; with the trie, that union is
 counted exactly at token level (two siblings that start with the same tokens share them, as
-their KV does), by walking up from each live node's last token until an already counted one:
-O(unique tokens) per observation. This is ETS's `global_kv_size`, in tokens, prompt included.
+their KV does), by walking up from each live node's end until an already counted edge. The trie
+is a radix trie: an edge is a run of tokens, split only where two prefixes part. A step is one
+edge (no Python object per token), and a count costs O(distinct edges), not O(tokens).
+This is ETS's `global_kv_size`, in tokens, prompt included.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class Node:
     value: float | None = None
     """The step scores aggregated into one number (last / min / prod / mean)."""
     kv_end: int = _NO_TOKEN
-    """Index, in the tree's token trie, of the path's last token."""
+    """Index, in the tree's token trie, of the edge that ends with the path's last token."""
     split_at: str | None = None
     """For a node generated to the end of its solution in one request (search-and-learn's last iteration):
     the delimiter its text is cut at into the steps a verifier scores, as search-and-learn re-splits
@@ -99,9 +101,11 @@ class Tree:
     """The nodes of one problem's search, with exact unique-KV accounting over a token trie."""
 
     def __init__(self, prompt_ids: Sequence[int]) -> None:
-        # The trie as two parallel arrays: parent index and children by token id. Index 0 is the
-        # empty prefix; every other index is one token at one position of one distinct prefix.
+        # The radix trie as three parallel arrays: parent edge, the edge's tokens, and children by
+        # their first token. Index 0 is the empty prefix; every other index is a run of tokens that
+        # all prefixes through it share, ending where a node ends or where two prefixes part.
         self._trie_parent: list[int] = [_NO_TOKEN]
+        self._trie_edge: list[tuple[int, ...]] = [()]
         self._trie_children: list[dict[int, int]] = [{}]
         self.root = Node(id=0, parent=None, token_ids=tuple(prompt_ids))
         self.root.kv_end = self._insert(_NO_TOKEN, self.root.token_ids)
@@ -155,12 +159,15 @@ class Tree:
     def unique_tokens(self, nodes: Iterable[Node]) -> int:
         """Tokens in the union of the full prefixes (prompt included) of `nodes`."""
         seen: set[int] = set()
+        edge, parent = self._trie_edge, self._trie_parent
+        total = 0
         for node in nodes:
             index = node.kv_end
             while index != _NO_TOKEN and index not in seen:
                 seen.add(index)
-                index = self._trie_parent[index]
-        return len(seen)
+                total += len(edge[index])
+                index = parent[index]
+        return total
 
     def observe(self, live: Iterable[Node]) -> int:
         """Record the KV the search holds now (the union of its live prefixes); returns it."""
@@ -209,13 +216,40 @@ class Tree:
 
     # -- internals --------------------------------------------------------------------------------
     def _insert(self, start: int, tokens: Sequence[int]) -> int:
-        index = start
-        for token in tokens:
-            nxt = self._trie_children[index].get(token)
-            if nxt is None:
-                nxt = len(self._trie_parent)
-                self._trie_parent.append(index)
-                self._trie_children.append({})
-                self._trie_children[index][token] = nxt
-            index = nxt
+        """Index of the edge that ends `tokens` appended to the prefix ending at `start` (made if new)."""
+        index, rest = start, tuple(tokens)
+        while rest:
+            child = self._trie_children[index].get(rest[0])
+            if child is None:  # the usual case for a fresh step: one new edge, whole
+                return self._new_edge(index, rest)
+            edge = self._trie_edge[child]
+            shared = len(edge) if rest[: len(edge)] == edge else _common_length(edge, rest)
+            if shared < len(edge):
+                child = self._split(child, shared)
+            index, rest = child, rest[shared:]
         return index
+
+    def _new_edge(self, parent: int, tokens: tuple[int, ...]) -> int:
+        index = len(self._trie_parent)
+        self._trie_parent.append(parent)
+        self._trie_edge.append(tokens)
+        self._trie_children.append({})
+        self._trie_children[parent][tokens[0]] = index
+        return index
+
+    def _split(self, index: int, at: int) -> int:
+        """Cut edge `index` after `at` tokens; returns the new upper edge. The lower part keeps the index,
+        so a node that ended with the whole edge still ends with it."""
+        edge = self._trie_edge[index]
+        upper = self._new_edge(self._trie_parent[index], edge[:at])  # replaces `index` under the parent
+        self._trie_children[upper][edge[at]] = index
+        self._trie_parent[index] = upper
+        self._trie_edge[index] = edge[at:]
+        return upper
+
+
+def _common_length(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    shared, limit = 0, min(len(a), len(b))
+    while shared < limit and a[shared] == b[shared]:
+        shared += 1
+    return shared
