@@ -186,3 +186,15 @@ def test_a_pool_caps_the_sum_over_problems(
 def test_pool_units_must_match() -> None:
     with pytest.raises(BudgetError, match="cannot fund"):
         Ledger(Budget(limit=10), pool=Ledger(Budget.parse("3e12eflop"), meter=TokenMeter()))
+
+
+def test_a_view_is_computed_when_the_record_is_written() -> None:
+    ledger = Ledger(Budget(limit=10))
+    state = {"rounds": 0}
+    ledger.views["tree"] = lambda: dict(state)
+    ledger.tally("verifier_calls")
+    state["rounds"] = 3  # the view reads the state of the moment the record is written, not of registration
+    record = ledger.to_dict()
+    assert record["tree"] == {"rounds": 3} and record["verifier_calls"] == 1
+    state["rounds"] = 4
+    assert ledger.to_dict()["tree"] == {"rounds": 4}

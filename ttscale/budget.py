@@ -206,6 +206,9 @@ class Ledger:
         """Requests that got nothing because nothing was left."""
         self.extra: dict[str, Any] = {}
         """Counters that other layers add (tree KV tokens, verifier calls, ...)."""
+        self.views: dict[str, Callable[[], Any]] = {}
+        """Entries of the record computed when it is written (a search's tree statistics): a layer registers
+        one instead of rewriting `extra` every round, which grew with the rounds squared."""
         self.shared: dict[str, Any] = {}
         """State the problems drawing on this ledger share (a total budget's allocator); never recorded."""
 
@@ -326,6 +329,7 @@ class Ledger:
             "capped_requests": self.capped_requests,
             "refused_requests": self.refused_requests,
             **self.extra,
+            **{key: view() for key, view in self.views.items()},
         }
 
     # -- internals --------------------------------------------------------------------------

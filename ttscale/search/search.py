@@ -13,8 +13,8 @@ A strategy holds one `Search` per problem and reads like its paper's pseudocode:
 What lives here, so that no strategy repeats it: the engine requests (one per distinct node,
 `n` children each, all sent together with `asyncio.gather` so vLLM batches them and serves
 the shared prefixes from its cache), step ends and path limits, the ledger's view of the
-budget, the verifier call and score aggregation, the tree statistics written into the
-ledger (`ledger.extra["tree"]`), and answer selection over the candidates.
+budget, the verifier call and score aggregation, the tree statistics in the ledger
+(`ledger.views["tree"]`, computed when the record is written), and answer selection over the candidates.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ class Search:
             "expansion_prompt_tokens": 0,
             "expansion_cached_prompt_tokens": 0,
         }
-        self._publish()
+        # The tree's statistics go into the record when it is written (a strategy error still leaves them).
+        ctx.budget.views["tree"] = lambda: {**self.tree.stats(), **self.counters}
 
     @property
     def root(self) -> Node:
@@ -127,7 +128,6 @@ class Search:
         `get_kv_size`; the sum over rounds is what the ETS paper reports (`Tree.reference_kv`).
         """
         self.tree.reference_kv(candidates)
-        self._publish()
 
     # -- expansion --------------------------------------------------------------------------------
     async def expand(
@@ -170,7 +170,6 @@ class Search:
         children = [child for group in out for child in group]
         if nodes:
             self.tree.observe([*children, *nodes, *live])
-        self._publish()
         return out
 
     async def _request(self, node: Node, n: int, *, to_end: bool = False) -> list[Node]:
@@ -232,7 +231,6 @@ class Search:
                     )
                 node.step_scores = tuple(float(s) for s in step_scores)
                 node.value = aggregate(node.step_scores, self.p.aggregate)
-            self._publish()
         return [node.value if node.value is not None else 0.0 for node in nodes]
 
     def top(self, nodes: Sequence[Node], k: int) -> list[Node]:
@@ -259,7 +257,6 @@ class Search:
         samples = [self._sample(node, exhausted=exhausted) for node in pool]
         # Off the loop: a symbolic merge of the votes waits on grader processes (ttscale.selection).
         prediction, votes = await asyncio.to_thread(self._select, samples)
-        self._publish()
         details: dict[str, Any] = {
             "verifier": self.p.verifier,
             "select": self.p.select,
@@ -294,7 +291,3 @@ class Search:
             return prediction, {k: round(v, 6) for k, v in totals.items()}
         best = best_scored(samples)
         return (best.answer if best else None), {}
-
-    def _publish(self) -> None:
-        """Write the tree's statistics into the ledger (kept current, so a strategy error still leaves them)."""
-        self.ctx.budget.extra["tree"] = {**self.tree.stats(), **self.counters}
