@@ -19,6 +19,8 @@ from ttscale.schema import Completion, Generation, SamplingParams
         ("2K", 2000),
         (" 500 ", 500),
         ("8ktokens", 8000),
+        (".5k", 500),
+        ("1T", 10**12),
         (300, 300),
     ],
 )

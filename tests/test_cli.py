@@ -76,8 +76,14 @@ def test_list_params_shows_types_defaults_docstrings_and_task_suggestions(
     assert lines[at] == f"  max_tokens (int) = 256; jsonl:{data} at 1k: 1000"  # capped at the budget
     assert lines[at + 1].strip().startswith("Generated tokens per solution path at most")
     assert any(line.startswith(f"  max_steps (int) = 8; jsonl:{data} at 1k: 40") for line in lines)
+    width = lines.index("  width (int) = 4")  # beam's own field, beside those it inherits
+    assert lines[width + 1].strip() == "M: children per kept prefix; N/M prefixes are kept at each step."
+    assert not [line for line in lines if line.startswith("  _")]
     assert main(["list", "--params", "verifier:genrm"]) == 0
     assert "  verifications (int) = 4" in capsys.readouterr().out
+    assert main(["list", "--params", "verifier:prm"]) == 0
+    out = capsys.readouterr().out
+    assert "  step_tag (str) = '<extra_0>'" in out and "  _" not in out and "(undocumented)" not in out
 
 
 def _ttscale(*args: str) -> list[str]:

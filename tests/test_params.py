@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,26 @@ def test_params_are_described_with_their_docstrings() -> None:
     beam = {d.name: d for d in describe_params(BeamParams)}
     assert beam["width"].doc.startswith("M: children per kept prefix")  # the subclass's own field
     assert beam["max_steps"].doc == "Steps per solution path at most (search depth)."  # inherited from SearchParams
+
+
+@pytest.mark.parametrize(("name", "public"), [("prm", "model"), ("llm_judge", "default")])
+def test_private_fields_are_neither_described_nor_settable(name: str, public: str) -> None:
+    from ttscale.verifiers import VERIFIERS
+
+    cls = VERIFIERS.get(name)
+    private = [f.name for f in dataclasses.fields(cls) if f.name.startswith("_")]
+    assert private  # the verifier keeps state in underscore fields (an engine handle, a cache)
+    names = [d.name for d in describe_params(cls)]
+    assert not [n for n in names if n.startswith("_")]
+    assert public in names
+    with pytest.raises(ValueError, match=rf"unknown parameter '{private[0]}'; allowed: (?!.*\b_)"):
+        parse_params(cls, {private[0]: "x"})
+
+
+def test_prm_describes_its_public_fields_with_docstrings() -> None:
+    from ttscale.verifiers import VERIFIERS
+
+    docs = {d.name: d for d in describe_params(VERIFIERS.get("prm"))}
+    assert docs["step_tag"].doc == "The token placed after every step; must be ONE token of the PRM's tokenizer."
+    assert {"model", "max_model_len", "aggregate", "delimiter"} <= set(docs)
+    assert not {"_engine", "_cache", "_step_tag_id", "_starting"} & set(docs)

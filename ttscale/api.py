@@ -232,7 +232,7 @@ def fit(
     Runs are read through `ttscale.runs`; what the reading counted specially (errored problems kept as wrong,
     torn last lines left out) is in `fit.details["read"]`. Bad input raises ValueError with one line.
     """
-    from ttscale.scaling.io import read_points, read_runs
+    from ttscale.scaling.inputs import read_points, read_runs
     from ttscale.scaling.laws import fit_law
 
     if (runs is None) == (points is None):

@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import importlib
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from ttscale.quantities import parse_quantity
 from ttscale.schema import Generation, SamplingParams
 
 Role = Literal["policy", "verifier"]
 
-_SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9}
-_BUDGET_RE = re.compile(
-    r"^\s*(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+]?[0-9]+)?)\s*(?P<mult>[kKMGB]?)\s*(?P<unit>[a-zA-Z]*)\s*$"
-)
 _TOKEN_UNITS = {"", "tok", "tokens", "t"}
 #: Largest limit accepted: far above any real budget, small enough to stay exact in float arithmetic.
 MAX_LIMIT = 1e30
@@ -111,22 +107,18 @@ class Budget:
             raise BudgetError(f"budget must be a number or a string like '8k', got {text!r}")
         if isinstance(text, int | float):
             return cls(limit=float(text))
-        m = _BUDGET_RE.match(str(text))
-        if not m:
+        parsed = parse_quantity(str(text), unit=True)
+        if parsed is None:
             raise BudgetError(
                 f"cannot read budget {text!r}; write a positive number with an optional k/M suffix "
                 f"and unit, e.g. 8k, 8000, 1.5M, 3e15eflop"
             )
-        unit = m["unit"]
-        unit = "tokens" if unit in _TOKEN_UNITS else unit.lower()
+        value, written = parsed
+        unit = "tokens" if written in _TOKEN_UNITS else written.lower()
         if unit != "tokens" and unit not in METERS:
             raise BudgetError(
-                f"cannot read budget {text!r}: unknown unit {m['unit']!r}; allowed: {', '.join(_allowed_units())}"
+                f"cannot read budget {text!r}: unknown unit {written!r}; allowed: {', '.join(_allowed_units())}"
             )
-        try:
-            value = float(m["num"]) * _SUFFIX[m["mult"]]
-        except OverflowError:  # pragma: no cover - float() returns inf rather than raising
-            value = math.inf
         if unit == "tokens" and math.isfinite(value):
             if value != int(value):
                 raise BudgetError(f"a token budget must be a whole number of tokens, got {text!r}")

@@ -41,7 +41,7 @@ def params_class(fn: Callable[..., Any]) -> type[Any]:
 def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
     """Build `cls` from strings (or already-typed values); unknown names and bad values raise ValueError."""
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    fields = {f.name: f for f in _public_fields(cls)}
     values: dict[str, Any] = {}
     for name, value in raw.items():
         if name not in fields:
@@ -159,20 +159,26 @@ class ParamDoc:
 
 
 def describe_params(cls: type[Any]) -> list[ParamDoc]:
-    """Every init field of a parameter dataclass with its type, default and the docstring written under it."""
+    """Every public init field of a parameter dataclass with its type, default and the docstring written under it.
+
+    Fields named with a leading underscore (an engine handle, a cache) are the object's own state, not parameters.
+    """
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):  # a subclass's docstring overrides its base's
         if dataclasses.is_dataclass(klass):
             docs.update(_field_docstrings(klass))
     out = []
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
+    for f in _public_fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
         kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
         out.append(ParamDoc(f.name, kind, default, docs.get(f.name, "")))
     return out
+
+
+def _public_fields(cls: type[Any]) -> list[dataclasses.Field[Any]]:
+    """The fields a user may set: init fields whose names do not start with an underscore."""
+    return [f for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
 
 
 def _field_docstrings(cls: type[Any]) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.reporting.report_synthetic import make_run
@@ -76,3 +77,21 @@ def test_errors_and_overspending_are_warned_about(tmp_path: Path) -> None:
     problems = load_runs(tmp_path)
     problems.loc[0, "spent"] = 5000.0  # a budget the ledger would never let pass: must be flagged
     assert any("spent more than the budget" in w for w in leaderboard(problems).warnings)
+
+
+def test_the_paired_interval_is_the_package_bootstrap_and_resamples_are_validated(tmp_path: Path) -> None:
+    make_run(tmp_path, "weak", problems=40, skill=(0.3,) * 5)
+    make_run(tmp_path, "strong", problems=40, skill=(0.8,) * 5)
+    problems = load_runs(tmp_path)
+    rows = leaderboard(problems, resamples=500, seed=3).rows.set_index("run")
+    # The same draws, by hand: the weak run's per-problem differences to the leader, resampled with seed 3.
+    weak = problems[problems["run"] == "weak"].set_index("id")["correct"].astype(float)
+    strong = problems[problems["run"] == "strong"].set_index("id")["correct"].astype(float)
+    diff = (weak - strong.loc[weak.index]).to_numpy()
+    draws = np.random.default_rng(3).integers(0, diff.size, size=(500, diff.size))
+    low, high = np.quantile(diff[draws].mean(axis=1), [0.025, 0.975])
+    assert rows.loc["weak", "delta"] == pytest.approx(diff.mean())
+    assert rows.loc["weak", "delta_low"] == pytest.approx(low)
+    assert rows.loc["weak", "delta_high"] == pytest.approx(high)
+    with pytest.raises(ValueError, match="resamples must be an integer ≥ 1, got 0"):
+        leaderboard(problems, resamples=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -172,6 +173,19 @@ def test_plot_without_matplotlib_is_a_usage_error(capsys: pytest.CaptureFixture[
             capsys, "fit", "--law", "saturation", "--points", str(points), "--plot", str(tmp_path / "p.png")
         )
         assert code == 0 and (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_the_missing_matplotlib_hint_names_the_report_extra(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError, installed or not
+    points = _csv(tmp_path / "s.csv", ["budget", "accuracy"], [[n, 0.8 * (1 - 0.9**n)] for n in (1, 2, 4, 8, 16)])
+    code, out, err = _run(
+        capsys, "fit", "--law", "saturation", "--points", str(points), "--plot", str(tmp_path / "p.png")
+    )
+    assert code == 2 and out == ""
+    assert err == "ttscale: error: --plot needs matplotlib: pip install 'ttscale[report]'\n"
+    assert not (tmp_path / "p.png").exists()
 
 
 def test_kinetics_from_run_directories_labels_runs_by_their_model(

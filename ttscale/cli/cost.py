@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-from decimal import Decimal
+import math
 from typing import Any
 
 from ttscale.cli import UsageError
-
-_NUMBER = re.compile(r"^\s*(?P<num>[-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(?P<mult>[kKMGBT]?)\s*$")
-#: Suffix → power of ten; scaled in decimal so that "8.19B" is exactly 8.19e9.
-_EXPONENT = {"": 0, "k": 3, "K": 3, "M": 6, "G": 9, "B": 9, "T": 12}
+from ttscale.quantities import parse_quantity
 
 
 def register(sub: Any) -> None:
@@ -157,10 +153,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _number(text: str, flag: str, *, positive: bool = False) -> float:
-    match = _NUMBER.match(str(text))
-    if not match:
+    parsed = parse_quantity(str(text), signed=True)
+    if parsed is None:
         raise UsageError(f"{flag}: cannot read {text!r}; write a number such as 8.19e9 or 8.19B")
-    value = float(Decimal(match["num"]).scaleb(_EXPONENT[match["mult"]]))
+    value = parsed[0]
+    if not math.isfinite(value):
+        raise UsageError(f"{flag} must be a finite number, got {text!r}")
     if positive and value <= 0:
         raise UsageError(f"{flag} must be > 0, got {text!r}")
     return value

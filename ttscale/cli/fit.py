@@ -156,7 +156,7 @@ def _plot(fit: Any, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install matplotlib") from None
+        raise UsageError("--plot needs matplotlib: pip install 'ttscale[report]'") from None
     import numpy as np
 
     figure, axis = plt.subplots(figsize=(6, 4))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ttscale.bootstrap import percentile_interval, resample_indices
 from ttscale.reporting.frames import run_table
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ def leaderboard(problems: pd.DataFrame, *, resamples: int = 2000, seed: int = 0)
     group. `delta`, `delta_low`, `delta_high`: accuracy minus the group leader's, with a 95% paired
     bootstrap interval over the shared problems (NaN for the leader itself).
     """
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be an integer ≥ 1, got {resamples!r}")
     runs = run_table(problems)
     runs["match_key"] = [_match_key(row) for _, row in runs.iterrows()]
     runs["problem_set"] = [_problem_set(problems, run) for run in runs["run"]]
@@ -104,8 +107,8 @@ def _paired_delta(
         return math.nan, math.nan, math.nan
     # Paired over problems: both runs saw the same problem, so its difficulty cancels out of the interval.
     rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, diff.size, size=(resamples, diff.size))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
+    means = np.concatenate([diff[picks].mean(axis=1) for picks in resample_indices(diff.size, resamples, rng)])
+    low, high = percentile_interval(means, confidence=0.95)
     return float(diff.mean()), float(low), float(high)
 
 

@@ -1,6 +1,6 @@
 """One entry point over the laws: `fit_law(law, data, ...)`, what `ttscale.fit` and `ttscale fit` call.
 
-`data` holds the law's variables as arrays keyed by their canonical names (`ttscale.scaling.io` reads them
+`data` holds the law's variables as arrays keyed by their canonical names (`ttscale.scaling.inputs` reads them
 from a CSV of points or from run directories).
 """
 
