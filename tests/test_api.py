@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import ttscale
+from ttscale.engine.base import EngineConfig
+from ttscale.engine.openai import OpenAIConfig
 
 
 @pytest.mark.slow
@@ -75,3 +77,76 @@ def test_run_refuses_bad_settings_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="n must be ≥ 1"):
         ttscale.run(strategy="self_consistency", params={"n": 0}, out=tmp_path / "y")
     assert not (tmp_path / "y").exists()  # refused before any directory or engine
+
+
+# -- inside a running event loop (a notebook), engine-free: the SIMULATED arithmetic policy (tests.adaptive.sim) --
+
+
+def test_run_and_sweep_work_inside_a_running_event_loop(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    from tests.adaptive.sim import SeededSimulator, model_dir
+
+    model, sim = str(model_dir(tmp_path)), SeededSimulator(seed=1)
+    loop_thread: list[threading.Thread] = []
+
+    async def notebook_cell() -> tuple[ttscale.Run, ttscale.Sweep, ttscale.Sweep]:
+        loop_thread.append(threading.current_thread())
+        one = ttscale.run(strategy="best_of_n", budget="400", task="arithmetic:1-3", limit=3, model=model,
+                          params={"n": 2, "max_tokens": 40}, engine=sim, out=tmp_path / "run")
+        grid = ttscale.sweep(strategies=["best_of_n n=2 max_tokens=40"], budgets=["200", "400"],
+                             task="arithmetic:1-3", limit=3, model=model, engine=sim, out=tmp_path / "sweep")
+        again = ttscale.sweep(out=tmp_path / "sweep", engine=sim)  # `out` alone: finish that sweep (nothing left)
+        return one, grid, again
+
+    asked = []
+    original = sim.generate
+
+    async def generate(*args: object, **kwargs: object) -> object:
+        asked.append(threading.current_thread())
+        return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+    sim.generate = generate  # type: ignore[method-assign]
+    one, grid, again = asyncio.run(notebook_cell())
+    assert one.summary["problems"] == 3 and len(one.records) == 3
+    # The work ran on a loop of its own, in another thread: asyncio.run is refused inside a running loop.
+    assert asked and loop_thread[0] not in set(asked)
+    assert sorted((c["budget"], c["derived_from"] is None) for c in grid.cells) == [("200", False), ("400", True)]
+    requests = len(asked)
+    assert again.cells == grid.cells and len(asked) == requests  # finished: the engine was not asked again
+    stored = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert stored["spec"]["engine"]["model"] == model and stored["command"][0] == "ttscale.sweep"
+
+
+def test_engine_args_are_routed_into_the_engine_config_and_checked(tmp_path: Path) -> None:
+    from tests.adaptive.sim import SeededSimulator, model_dir
+
+    model = str(model_dir(tmp_path))
+    grid = ttscale.sweep(strategies="best_of_n n=1 max_tokens=40", budgets="400", task="arithmetic:1-3", limit=2,
+                         model=model, engine_args={"max_num_seqs": 8, "kv_cache_dtype": "auto"},
+                         engine=SeededSimulator(seed=1), out=tmp_path / "sweep")
+    engine = json.loads((grid.path / "sweep.json").read_text())["spec"]["engine"]
+    assert (engine["model"], engine["max_num_seqs"], engine["engine_args"]) == (model, 8, {"kv_cache_dtype": "auto"})
+    with pytest.raises(ValueError, match="'max_num_seq' is not an engine argument of the installed vLLM"):
+        ttscale.run(strategy="best_of_n", engine_args={"max_num_seq": 8}, out=tmp_path / "x")
+    with pytest.raises(ValueError, match="engine_args must map vLLM engine argument names to values"):
+        ttscale.run(strategy="best_of_n", engine_args=["max_num_seqs=8"], out=tmp_path / "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="give engine_config= or model=/engine_args=, not both"):
+        ttscale.sweep(strategies=["best_of_n"], budgets=["1k"], model=model, engine_config=EngineConfig(model=model),
+                      out=tmp_path / "x")
+    shared = ttscale.Engine(model="embedded")  # never started: every call below is refused first
+    wrongs = ({"model": model}, {"engine_args": {"max_num_seqs": 8}}, {"engine_config": EngineConfig(model=model)})
+    for wrong in wrongs:
+        with pytest.raises(ValueError, match=r"engine= is a ttscale\.Engine of model 'embedded'"):
+            ttscale.run(strategy="best_of_n", engine=shared, out=tmp_path / "x", **wrong)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"engine must be a ttscale\.Engine .* got object"):
+        ttscale.sweep(strategies=["best_of_n"], budgets=["1k"], engine=object(), out=tmp_path / "x")  # type: ignore
+    served = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="served", tokenizer=model)
+    with pytest.raises(ValueError, match="server= runs a served model; engine=, model= and engine_args= are for vLLM"):
+        ttscale.sweep(strategies=["best_of_n"], budgets=["1k"], model=model, server=served, out=tmp_path / "x")
+    with pytest.raises(ValueError, match="a sweep needs strategies"):
+        ttscale.sweep(budgets=["1k"], out=tmp_path / "x")
+    with pytest.raises(ValueError, match="not a ttscale sweep"):
+        ttscale.sweep(out=tmp_path / "x")  # `out` alone finishes a sweep: there is none
+    assert shared._sync is None and not (tmp_path / "x").exists()

@@ -254,6 +254,31 @@ def test_read_mode_groups_runs_by_configuration_and_seed(compared: Path) -> None
             p.name for p in (compared.parent / "harder" / "cells").iterdir())[0]])
 
 
+def test_compare_works_inside_a_running_event_loop(compared: Path, tmp_path: Path) -> None:
+    """A notebook's cell runs inside a loop: asyncio.run is refused there, so the repeats run on a loop of their own."""
+    import asyncio
+
+    from tests.adaptive.sim import model_dir
+
+    real = [Path(__file__).parent / "data" / "real_runs" / name for name in ("sc-n4", "sc-n8")]
+    sim, log = SeededSimulator(seed=1), list[str]()
+
+    async def notebook_cell() -> tuple[Any, Any, Any]:
+        ran = compare(strategies=STRATEGIES, repeats=1, budget="400", task="arithmetic:1-3", limit=3,
+                      model=str(model_dir(tmp_path)), engine=sim, out=tmp_path / "cmp", progress=False,
+                      log=log.append)
+        resumed = compare(resume=tmp_path / "cmp", engine=sim, progress=False, log=log.append)
+        return ran, resumed, compare(runs=real)
+
+    ran, resumed, read = asyncio.run(notebook_cell())
+    assert sum(line.startswith("sweep: running") for line in log) == 2 and len(log) == 2  # the resume ran nothing
+    assert ran.pairs[0].problems == 3 and resumed.verdicts == ran.verdicts
+    stored = json.loads((tmp_path / "cmp" / "sweep.json").read_text())
+    assert stored["spec"]["engine"]["model"] == str(model_dir(tmp_path))  # model= is the engine config's model
+    assert [a.label for a in read.arms] == [f"self_consistency max_tokens=100 b={b}" for b in (400, 800)]
+    assert read.pairs[0].problems == 12
+
+
 def test_ttscale_compare_is_the_library_function() -> None:
     import ttscale
     import ttscale.comparison  # importing the module must not replace the package's `compare` function

@@ -1,6 +1,6 @@
 """The one-call Python API — `ttscale.run`, `ttscale.sweep`, `ttscale.fit`, `ttscale.report` (and
 `ttscale.compare`, `ttscale.load_runs`) — and `ttscale.Engine` for notebooks that share one engine. The CLI's
-commands are thin adapters over these.
+commands are thin adapters over these. Each works inside a running event loop (a notebook's) too.
 
     import ttscale
     r = ttscale.run(strategy="self_consistency", budget="1k", task="arithmetic", limit=2, out="runs/x")
@@ -9,8 +9,10 @@ commands are thin adapters over these.
     with ttscale.Engine(model="embedded") as engine:  # start-up paid once for several runs
         a = ttscale.run(strategy="beam", budget="8k", limit=20, engine=engine)
         b = ttscale.run(strategy="best_of_n", budget="8k", limit=20, engine=engine)
+        c = ttscale.compare(strategies=["beam", "best_of_n"], repeats=3, budget="8k", limit=20, engine=engine)
 
-    s = ttscale.sweep(strategies=["self_consistency", "best_of_n"], budgets=["512", "1k"], limit=20)
+    s = ttscale.sweep(strategies=["self_consistency", "best_of_n"], budgets=["512", "1k"], limit=20,
+                      model="Qwen/Qwen3-1.7B", engine_args={"tensor_parallel_size": 2})  # any vLLM engine argument
     s.table                                         # one row per cell: accuracy, mean spend, derived from
     fit = ttscale.fit(law="saturation", runs=[s.path / "cells"], x="samples")
     html = ttscale.report([s.path], out="report.html")
@@ -22,11 +24,12 @@ with the same `out` and settings (finished problems are not run twice).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttscale.engine.base import EngineConfig
 
@@ -34,7 +37,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ttscale.engine import SyncEngine
+    from ttscale.engine.base import Engine as EngineObject
+    from ttscale.engine.openai import OpenAIConfig
     from ttscale.scaling.result import Fit
+
+T = TypeVar("T")
 
 
 class Engine:
@@ -69,16 +76,66 @@ class Engine:
             self._sync = None
 
 
-def engine_config(*, model: str = "embedded", **settings: Any) -> EngineConfig:
-    """EngineConfig from keyword settings: its own fields by name, every other key a vLLM engine argument."""
+def engine_config(*, model: str = "embedded", engine_args: Mapping[str, Any] | None = None,
+                  **settings: Any) -> EngineConfig:
+    """EngineConfig from keyword settings: its own fields by name; every other key, and every key of
+    `engine_args`, a vLLM engine argument (checked by name against the installed vLLM, typed by its field)."""
     from ttscale.engine.args import parse_engine_args
 
+    if engine_args is not None and not isinstance(engine_args, Mapping):
+        raise ValueError(f"engine_args must map vLLM engine argument names to values, got {engine_args!r}")
     own = {f.name for f in fields(EngineConfig)}
-    extra = {k: v for k, v in settings.items() if k not in own}
     values = {k: v for k, v in settings.items() if k in own}
-    if extra:
-        values["engine_args"] = {**values.get("engine_args", {}), **parse_engine_args(extra)}
+    vllm = {**(engine_args or {}), **{k: v for k, v in settings.items() if k not in own}}
+    if vllm:
+        values["engine_args"] = parse_engine_args(vllm)
     return EngineConfig(model=model, **values)
+
+
+def call_config(engine: Engine | EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
+                config: EngineConfig | None) -> EngineConfig:
+    """The engine settings a call (`run`, `sweep`, `compare`) records, from one source, checked in one line:
+    a shared `Engine`'s own; else `config` whole, or one made from `model` and `engine_args`."""
+    if isinstance(engine, Engine):
+        if config is not None or engine_args or (model is not None and model != engine.config.model):
+            raise ValueError(f"engine= is a ttscale.Engine of model {engine.config.model!r} and its settings are the "
+                             "call's; model=, engine_args= and engine_config= are for an engine the call starts itself")
+        return engine.config
+    if engine is not None and not callable(getattr(engine, "generate", None)):
+        raise ValueError(f"engine must be a ttscale.Engine (or an engine object with generate(), such as a "
+                         f"simulator), got {type(engine).__name__}")
+    if config is None:
+        return engine_config(model="embedded" if model is None else model, engine_args=engine_args)
+    if not isinstance(config, EngineConfig):
+        raise ValueError(f"engine_config must be an EngineConfig, got {type(config).__name__}")
+    if model is not None or engine_args:
+        raise ValueError("give engine_config= or model=/engine_args=, not both")
+    return config
+
+
+def drive(engine: Engine | EngineObject | None,
+          work: Callable[[EngineObject | None], Coroutine[Any, Any, T]]) -> T:
+    """Run `work(engine)` to its end from synchronous code, inside a running event loop (a notebook) too.
+
+    A shared `Engine`'s own loop runs it and the engine stays up for the next call. Otherwise, with no loop
+    running here (a script, the CLI), `asyncio.run`: Ctrl-C cancels the work, so its cleanup (closing an engine
+    it started) runs. Inside a running loop, where `asyncio.run` is refused, a loop of this call's own in a
+    background thread (`BackgroundLoop`), stopped afterwards. An engine object is handed to `work` as it is.
+    """
+    from ttscale.engine.loop import BackgroundLoop
+
+    if isinstance(engine, Engine):
+        started = engine.start()
+        return started.loop.run(work(started.engine))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work(engine))
+    loop = BackgroundLoop()
+    try:
+        return loop.run(work(engine))
+    finally:
+        loop.stop()
 
 
 @dataclass(frozen=True)
@@ -103,9 +160,11 @@ def run(
     task: str = "arithmetic",
     limit: int | None = None,
     params: dict[str, Any] | None = None,
-    model: str = "embedded",
+    model: str | None = None,
+    engine_args: Mapping[str, Any] | None = None,
+    engine_config: EngineConfig | None = None,
     out: str | Path | None = None,
-    engine: Engine | None = None,
+    engine: Engine | EngineObject | None = None,
     seed: int = 0,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
@@ -114,18 +173,21 @@ def run(
 ) -> Run:
     """Run `strategy` on `task` at `budget` per problem; write and return the run directory (see the module doc).
 
-    `engine`: a started `Engine` to share (its model is the run's); None = start one for this run.
+    `engine`: a started `Engine` to share (its model and settings are the run's), or an engine object used as
+    it is (anything with the engine's methods: a simulator in tests); None = start one for this run, of
+    `model` (None: `embedded`) with `engine_args` (any argument of the installed vLLM's engine, by name:
+    {"tensor_parallel_size": 2, "quantization": "fp8"}; checked before anything starts), or as `engine_config`
+    (a whole EngineConfig) says. Works inside a running event loop (a notebook) too.
     Calling again with the same `out` resumes: the settings must be the run's, and only unfinished problems run.
     The engine's start-up output goes to the run's engine.log (`verbose=True`: to this terminal); a new run
     that finished nothing is removed, and an engine that failed to start raises `EngineStartError` naming
     where its log was kept.
     """
-    from ttscale.engine.loop import BackgroundLoop
     from ttscale.launch import launch
     from ttscale.runner import RunSpec, check_resume, default_out, prepare
     from ttscale.storage import RunDir
 
-    config = engine.config if engine is not None else engine_config(model=model)
+    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
     spec = RunSpec(strategy=strategy, budget=str(budget), task=task, limit=limit, params=dict(params or {}),
                    seed=seed, concurrency=concurrency, task_options=dict(task_options or {}), engine=config)
     run_dir = RunDir(out if out is not None else default_out(spec))
@@ -136,16 +198,9 @@ def run(
         if isinstance(stored, dict):  # the parameters the run was made with (task defaults of that day included)
             prepared = prepare(replace(spec, params={**stored, **spec.params}), task_defaults=False)
         check_resume(run_dir, prepared)
-    # A shared engine's own loop runs the problems and the engine stays up for the next call; otherwise a loop
-    # of this run's own (so this works inside a notebook's running loop too) starts and closes one.
-    shared = engine.start() if engine is not None else None
-    loop = shared.loop if shared is not None else BackgroundLoop()
-    try:
-        summary = loop.run(launch(prepared, run_dir, resuming=resuming, engine=shared.engine if shared else None,
-                                  progress=progress, log=not verbose, argv=["ttscale.run", strategy]))
-    finally:
-        if shared is None:
-            loop.stop()
+    summary = drive(engine, lambda started: launch(prepared, run_dir, resuming=resuming, engine=started,
+                                                   progress=progress, log=not verbose,
+                                                   argv=["ttscale.run", strategy]))
     return Run(path=run_dir.path, summary=summary)
 
 
@@ -168,46 +223,60 @@ class Sweep:
 
 def sweep(
     *,
-    strategies: Sequence[str],
-    budgets: Sequence[str | int],
+    strategies: Sequence[str] = (),
+    budgets: Sequence[str | int] = (),
     seeds: Sequence[int] = (0,),
     task: str = "arithmetic",
     limit: int | None = None,
-    model: str = "embedded",
+    model: str | None = None,
+    engine_args: Mapping[str, Any] | None = None,
+    engine_config: EngineConfig | None = None,
+    server: OpenAIConfig | None = None,
     out: str | Path | None = None,
-    engine: Engine | None = None,
+    engine: Engine | EngineObject | None = None,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
     subsample: bool = True,
     holdout: int = 0,
     progress: bool = False,
+    command: Sequence[str] | None = None,
 ) -> Sweep:
     """Run a grid as `ttscale sweep` does: each strategy (`"name key=v1|v2 ..."`) × budget × seed, sample pools
     generated once at the largest budget and replayed at the smaller ones (`subsample`).
 
-    `engine`: a started `Engine` shared by every seed (seeds still seed every request); None = one engine per
-    seed. Calling again with the same `out` finishes an interrupted sweep (its stored grid is the one run).
+    `engine`: a started `Engine` shared by every seed (seeds still seed every request), or an engine object used
+    as it is (a simulator in tests); None = one engine per seed, of `model` with `engine_args` (vLLM engine
+    arguments by name) or as `engine_config` says, as for `run`. `server`: a served model (an OpenAIConfig:
+    the `openai` backend) instead of engines in this process. Works inside a running event loop too.
+    Calling again with the same `out` finishes an interrupted sweep (its stored grid is the one run), and so
+    does `out` alone, with no strategies. `command`: what sweep.json records as the command (default this call).
     """
-    import asyncio
-
     from ttscale.routing.outcomes import load_results, sweep_table
     from ttscale.routing.replay import best_at_compute
     from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
 
-    config = engine.config if engine is not None else engine_config(model=model)
-    spec = SweepSpec(grid=tuple(GridEntry.parse(s) for s in strategies), budgets=tuple(str(b) for b in budgets),
-                     seeds=tuple(seeds), task=task, task_options=dict(task_options or {}), limit=limit,
-                     engine=config, concurrency=concurrency, subsample=subsample, holdout=holdout)
+    strategies = [strategies] if isinstance(strategies, str) else strategies  # one strategy, not its characters
+    budgets = [budgets] if isinstance(budgets, str | int) else budgets
+    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
+    if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
+        raise ValueError("server= runs a served model; engine=, model= and engine_args= are for vLLM engines in "
+                         "this process (the served model's name goes in the OpenAIConfig)")
     root = Path(out) if out is not None else Path("sweeps") / f"{task.replace(':', '-')}-{_stamp()}"
-    if (root / SWEEP).is_file():
+    if out is not None and not strategies and not budgets:  # finishing the sweep in `out`, as it was made
         spec = load_spec(root)
     else:
-        create_sweep(spec, root, command=["ttscale.sweep", *strategies])
-    if engine is not None:
-        started = engine.start()
-        started.loop.run(run_sweep(spec, root, engine=started.engine, progress=progress))
-    else:
-        asyncio.run(run_sweep(spec, root, progress=progress))
+        if not strategies or not budgets:
+            raise ValueError("a sweep needs strategies (['NAME key=v1|v2 ...', ...]) and budgets, or out= a sweep "
+                             "directory to finish")
+        spec = SweepSpec(grid=tuple(GridEntry.parse(s) for s in strategies), budgets=tuple(str(b) for b in budgets),
+                         seeds=tuple(seeds), task=task, task_options=dict(task_options or {}), limit=limit,
+                         engine=config, backend="vllm" if server is None else "openai", server=server,
+                         concurrency=concurrency, subsample=subsample, holdout=holdout)
+        if (root / SWEEP).is_file():
+            spec = load_spec(root)
+        else:
+            create_sweep(spec, root, command=list(command) if command else ["ttscale.sweep", *strategies])
+    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress))
     cells = sweep_table(load_results(root))
     return Sweep(path=root, cells=cells, matched=best_at_compute(cells))
 

@@ -18,7 +18,6 @@ that a report can render it without this module; `markdown(data)` is the renderi
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import sys
@@ -36,7 +35,9 @@ from ttscale.strategies import STRATEGIES
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import Engine, EngineConfig
+    from ttscale.api import Engine
+    from ttscale.engine.base import Engine as EngineObject
+    from ttscale.engine.base import EngineConfig
 
 COMPARE = "compare.json"
 FORMAT = "ttscale.compare"
@@ -142,6 +143,8 @@ def compare(
     task: str = "arithmetic",
     task_options: Mapping[str, Any] | None = None,
     limit: int | None = None,
+    model: str | None = None,
+    engine_args: Mapping[str, Any] | None = None,
     engine_config: EngineConfig | None = None,
     concurrency: int = 64,
     out: str | Path | None = None,
@@ -149,7 +152,7 @@ def compare(
     resamples: int = 2000,
     seed: int = 0,
     group: Group = "config",
-    engine: Engine | None = None,
+    engine: Engine | EngineObject | None = None,
     progress: bool = True,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     command: list[str] | None = None,
@@ -158,9 +161,14 @@ def compare(
     the run of a compare directory (`resume`). Exactly one of the three. Run mode writes `out` (default
     compares/<task>-<time>); read mode writes compare.json only when `out` is given.
 
-    `engine`: one engine for every repeat (tests, notebooks); by default each repeat starts its own, as a
-    sweep does. Bad input raises ValueError (or a subclass) with a one-line message.
+    The engine, as for `ttscale.run` and `ttscale.sweep`: `engine` a started `ttscale.Engine` shared by every
+    repeat (its settings are the comparison's), or an engine object used as it is (a simulator in tests);
+    None = each repeat starts its own, as a sweep does, of `model` (None: `embedded`) with `engine_args` (vLLM
+    engine arguments by name), or as `engine_config` (a whole EngineConfig) says. Works inside a running event
+    loop (a notebook) too. Bad input raises ValueError (or a subclass) with a one-line message.
     """
+    from ttscale.api import call_config, drive
+
     options = CompareOptions(confidence=confidence, resamples=resamples, seed=seed, group=group)
     runs = [runs] if isinstance(runs, str | Path) else runs  # one directory given as such, not its characters
     strategies = [strategies] if isinstance(strategies, str) else strategies
@@ -170,16 +178,16 @@ def compare(
     if runs:
         result = analyse(runs, options=options)
         return write(result, out) if out else result
+    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
     if resume:
         root = Path(resume)
         spec = load_spec(root)
     else:
         spec = compare_spec(strategies=strategies, repeats=repeats, budget=budget, task=task,
-                            task_options=task_options, limit=limit, engine_config=engine_config,
-                            concurrency=concurrency)
+                            task_options=task_options, limit=limit, engine_config=config, concurrency=concurrency)
         root = Path(out) if out else Path("compares") / f"{task.replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
         create_sweep(spec, root, command=command)
-    asyncio.run(run_sweep(spec, root, engine=engine, progress=progress, log=log))
+    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log))
     return write(analyse([root], options=options), root)
 
 

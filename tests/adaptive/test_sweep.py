@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,44 @@ def test_a_thinking_budget_sweep_replays_chains_that_ended_within_a_budget(tmp_p
     summary = json.loads((cell_dir(root, small).path / SUMMARY).read_text())
     assert summary["problems"] == 8
     assert any("need their own run" in line for line in log)
+
+
+def test_the_cli_runs_resumes_and_refuses_through_the_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`ttscale sweep` is ttscale.api.sweep with flags: engines started per seed (here SIMULATED), the table printed."""
+    import ttscale.engine
+
+    started: list[Any] = []
+
+    async def start_engine(config: Any) -> SeededSimulator:
+        started.append(config)
+        return SeededSimulator(seed=1)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", start_engine)
+    model, out = str(engine_config(tmp_path).model), str(tmp_path / "s")
+    argv = ["sweep", "--strategy", "best_of_n n=2 max_tokens=40", "--budgets", "200,400", "--seeds", "0,3",
+            "--task", "arithmetic:1-3", "--limit", "3", "--model", model, "--engine-arg", "max_num_seqs=8",
+            "--kv-cache-gib", "3", "--out", out, "--no-progress", "--json"]
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert sorted((c["budget"], c["seed"], c["derived_from"] is None) for c in printed["cells"]) == [
+        ("200", 0, False), ("200", 3, False), ("400", 0, True), ("400", 3, True)]
+    assert [(c.model, c.seed, c.max_num_seqs, c.kv_cache_gib) for c in started] == [(model, 0, 8, 3), (model, 3, 8, 3)]
+    stored = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert stored["command"] == sys.argv and stored["spec"]["engine"]["max_num_seqs"] == 8
+    assert main(["sweep", "--resume", out, "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == printed and len(started) == 2  # finished: no engine started
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{out!r} already holds a sweep: continue it with --resume" in err and err.count("\n") == 1
+    assert main(["sweep", "--resume", str(tmp_path / "nowhere")]) == 2
+    assert "not a ttscale sweep" in capsys.readouterr().err
+    # --backend openai: the served model's settings become the sweep's server, one start for its one seed.
+    served = ["sweep", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "served",
+              "--tokenizer", model, "--chat-template-kwargs", "enable_thinking=false", "--strategy", "best_of_n n=1",
+              "--budgets", "400", "--task", "arithmetic:1-3", "--limit", "2", "--out", str(tmp_path / "o"),
+              "--no-progress", "--json"]
+    assert main(served) == 0 and len(json.loads(capsys.readouterr().out)["cells"]) == 1
+    server = started[-1]
+    assert len(started) == 3 and (server.model, server.chat_template_kwargs) == ("served", {"enable_thinking": False})
+    assert json.loads((tmp_path / "o" / "sweep.json").read_text())["spec"]["backend"] == "openai"

@@ -1,13 +1,12 @@
 """`ttscale sweep` (a grid of runs, generated once per pool) and `ttscale policy` (a per-difficulty policy from one).
 
-A thin adapter: the sweep runs through `ttscale.sweeps`, its results are read back by `ttscale.routing.outcomes`,
-the policy is learned by `ttscale.routing.holdout.learn_from_sweep`.
+A thin adapter: the sweep is `ttscale.api.sweep` (which runs `ttscale.sweeps` and reads the results back with
+`ttscale.routing.outcomes`), the policy is learned by `ttscale.routing.holdout.learn_from_sweep`.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ttscale.api import sweep
 from ttscale.budget import Budget
 from ttscale.cli import UsageError
 from ttscale.cli.config import (
@@ -27,10 +27,8 @@ from ttscale.cli.config import (
 )
 from ttscale.engine.base import EngineConfig
 from ttscale.routing.holdout import SOURCES, learn_from_sweep
-from ttscale.routing.outcomes import load_results, sweep_table
 from ttscale.routing.policy import LearnOptions
-from ttscale.routing.replay import best_at_compute
-from ttscale.sweeps import GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
+from ttscale.sweeps import SWEEP
 
 
 def register(sub: Any) -> None:
@@ -97,22 +95,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.resume:
             raise UsageError("sweep: --resume takes the settings the sweep was made with; drop --config")
         apply_config_file(args, "sweep")
+    # --resume DIR is the API's `out` alone; a new sweep's --out must not hold one (the API would finish it).
+    settings = {"out": args.resume} if args.resume else _settings_from_flags(args)
     try:
-        if args.resume:
-            root = Path(args.resume)
-            spec = load_spec(root)
-        else:
-            spec = _spec_from_flags(args)
-            root = Path(args.out) if args.out else Path("sweeps") / f"{spec.task.replace(':', '-')}-{_stamp()}"
-            create_sweep(spec, root)
+        # ValueError: bad settings, a cell directory held by another process, or one that differs from the grid
+        result = sweep(**settings, progress=not args.no_progress, command=sys.argv)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"sweep: {exc}") from None
-    try:
-        asyncio.run(run_sweep(spec, root, progress=not args.no_progress))
-    except ValueError as exc:  # a cell directory held by another process, or one that differs from the grid
-        raise UsageError(f"sweep: {exc}") from None
-    table = sweep_table(load_results(root))
-    matched = best_at_compute(table)
+    table, matched, root = result.cells, result.matched, result.path
     if args.json:
         print(json.dumps({"cells": table, "matched_compute": matched}, indent=2))
     else:
@@ -208,12 +198,15 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
+def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """`ttscale.api.sweep`'s keyword arguments for a new sweep, from the flags (one-line errors)."""
     if not args.strategy or not args.budgets:
-        raise ValueError("give at least one --strategy 'NAME key=v1|v2' and --budgets 256,512,...")
+        raise UsageError("sweep: give at least one --strategy 'NAME key=v1|v2' and --budgets 256,512,...")
+    if args.out and (Path(args.out) / SWEEP).exists():
+        raise UsageError(f"sweep: {str(Path(args.out))!r} already holds a sweep: continue it with --resume, or pick "
+                         "another --out")
     engine = engine_settings(args, "sweep")
-    backend = args.backend or "vllm"
-    if backend == "openai":
+    if (args.backend or "vllm") == "openai":
         if "engine_args" in engine:
             raise UsageError("sweep: --engine-arg applies to --backend vllm; a served model is configured where it "
                              "is served")
@@ -225,28 +218,14 @@ def _spec_from_flags(args: argparse.Namespace) -> SweepSpec:
         if args.model:
             engine["model"] = args.model
     try:
-        seeds = tuple(int(s) for s in args.seeds.split(","))
+        seeds = [int(s) for s in args.seeds.split(",")]
     except ValueError:
-        raise ValueError(f"--seeds must be whole numbers separated by commas, got {args.seeds!r}") from None
-    options = {"data_dir": args.data_dir} if args.data_dir else {}
-    extra = {k: getattr(args, k) for k in ("task", "limit", "concurrency", "holdout") if getattr(args, k) is not None}
-    return SweepSpec(
-        grid=tuple(GridEntry.parse(s) for s in args.strategy),
-        budgets=tuple(b.strip() for b in args.budgets.split(",") if b.strip()),
-        seeds=seeds,
-        task_options=options,
-        engine=replace(EngineConfig(), **engine),
-        backend=backend,
-        server=server,
-        subsample=not args.no_subsample,
-        **extra,
-    )
-
-
-def _stamp() -> str:
-    import time
-
-    return time.strftime("%Y%m%d-%H%M%S")
+        raise UsageError(f"sweep: --seeds must be whole numbers separated by commas, got {args.seeds!r}") from None
+    given = {k: getattr(args, k) for k in ("task", "limit", "concurrency", "holdout") if getattr(args, k) is not None}
+    return {"strategies": args.strategy, "budgets": [b.strip() for b in args.budgets.split(",") if b.strip()],
+            "seeds": seeds, "task_options": {"data_dir": args.data_dir} if args.data_dir else {},
+            "engine_config": replace(EngineConfig(), **engine), "server": server, "out": args.out,
+            "subsample": not args.no_subsample, **given}
 
 
 __all__ = ["register", "register_policy"]
