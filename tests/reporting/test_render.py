@@ -26,9 +26,11 @@ class _Collect(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
-            if name == "xmlns":
+            if name == "xmlns" or name.startswith("xmlns:"):
                 continue  # a namespace's name, never fetched
-            if name in ("src", "href") or (value or "").startswith(("http:", "https:", "//")):
+            if name.endswith("href") and (value or "").startswith("#") and tag == "use":
+                continue  # a chart's marker: a shape defined in the same document (checked in test_figures)
+            if name in ("src", "href") or name.endswith(":href") or (value or "").startswith(("http:", "https:", "//")):
                 self.fetching.append((tag, f"{name}={value}"))
         if tag in ("link", "script", "img", "iframe"):
             self.fetching.append((tag, ""))

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         fit = _fit(args)
         text = json.dumps(fit.to_dict()) if args.json else _report(fit)
         if args.plot:
-            _plot(fit, args.plot)
+            _plot(fit, args.plot, law=args.law)
     except (FitInputError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     print(text)
@@ -149,33 +149,37 @@ def _g(value: float) -> str:
     return "nan" if not math.isfinite(value) else f"{value:.6g}"
 
 
-def _plot(fit: Any, path: str) -> None:
+def _plot(fit: Any, path: str, *, law: str) -> None:
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401  (the charts import it where they draw)
     except ImportError:
         raise UsageError("--plot needs matplotlib: pip install 'ttscale[report]'") from None
     import numpy as np
 
-    figure, axis = plt.subplots(figsize=(6, 4))
-    if fit.observed is not None and fit.observed[0].size:
+    from ttscale.reporting.charts import new_chart
+
+    observed = fit.observed is not None and fit.observed[0].size
+    log_x = bool(observed and fit.observed[0].min() > 0)
+    figure, axis = new_chart(
+        title=fit.formula, x_label=_X_LABELS[law], y_label=_Y_LABELS.get(law, "accuracy"),
+        log_x=log_x, y_range=None, y_percent=False,
+    )
+    axis.title.set_fontsize(9)  # a formula, not a headline
+    if observed:
         xs, ys = fit.observed
         label = {"genrm": "S_opt", "kinetics": "frontier"}.get(fit.law, "observed")
-        axis.scatter(xs, ys, s=12, label=label)
-        grid = np.geomspace(xs.min(), xs.max(), 200) if xs.min() > 0 else np.linspace(xs.min(), xs.max(), 200)
+        axis.scatter(xs, ys, s=12, label=label, zorder=3)
+        grid = np.geomspace(xs.min(), xs.max(), 200) if log_x else np.linspace(xs.min(), xs.max(), 200)
         mean, low, high = fit.predict(grid, interval=True)
-        axis.plot(grid, mean, label="fit")
-        axis.fill_between(grid, low, high, alpha=0.25, label=f"{100 * fit.level:g}% band")
+        (curve,) = axis.plot(grid, mean, label="fit")
+        axis.fill_between(grid, low, high, color=curve.get_color(), alpha=0.2, label=f"{100 * fit.level:g}% band")
         if fit.law == "genrm":
             points = fit.details["optimal"]
-            axis.scatter([p["budget"] for p in points], [p["V"] for p in points], s=12, label="V_opt")
+            axis.scatter([p["budget"] for p in points], [p["V"] for p in points], s=12, label="V_opt", zorder=3)
             axis.set_yscale("log")
-        if xs.min() > 0:
-            axis.set_xscale("log")
-    axis.set_title(fit.formula, fontsize=9)
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    axis.legend(frameon=False)
+    figure.savefig(path, dpi=120, bbox_inches="tight", facecolor="white")  # the format from the name (.png, .svg)
+
+
+_X_LABELS = {"coverage": "samples k", "saturation": "budget", "kinetics": "cost", "genrm": "budget"}
+_Y_LABELS = {"coverage": "coverage", "genrm": "optimal S and V"}

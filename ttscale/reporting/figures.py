@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ttscale.evals.metrics import wilson_interval
+from ttscale.reporting.charts import INK, PALETTE, Svg, legend_entry, new_chart, to_svg
 from ttscale.reporting.frames import pass_at_k_table, run_table
-from ttscale.reporting.svg import PALETTE, Chart, Svg
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.axes import Axes
+
+    from ttscale.reporting.charts import LegendEntry
 
 FIT_RESAMPLES = 200
 """Bootstrap resamples of the overlaid fits: bands for the eye, cheap enough for a report."""
@@ -53,9 +56,10 @@ def accuracy_vs_budget(problems: pd.DataFrame, *, unit: str | None = None) -> Sv
         raise ValueError(f"no run has a budget in {unit}")
     labels = series_labels(problems)
     palette = colors(labels)
-    chart = Chart(title=f"Accuracy vs budget ({unit})", x_label=f"budget per problem ({unit}, log scale)")
+    fig, ax = new_chart(title=f"Accuracy vs budget ({unit})", x_label=f"budget per problem ({unit}, log scale)")
+    legend: list[LegendEntry] = []
     fitted = False
-    for name, color in palette.items():
+    for k, (name, color) in enumerate(palette.items()):
         rows = data[data["run"].map(labels) == name]
         if rows.empty:
             continue
@@ -67,22 +71,20 @@ def accuracy_vs_budget(problems: pd.DataFrame, *, unit: str | None = None) -> Sv
             acc.append(c / n)
             low.append(lo)
             high.append(hi)
+        legend.append(legend_entry(name, color=color))
         if len(xs) > 1:
-            chart.band(x=xs, low=low, high=high, color=color)
-            chart.line(x=xs, y=acc, color=color, label=name)
-            chart.points(x=xs, y=acc, color=color)
+            ax.fill_between(xs, low, high, color=color, alpha=0.18, linewidth=0, gid=f"band-{k}")
+            ax.plot(xs, acc, color=color, linewidth=2, gid=f"curve-{k}")
+            _points(ax, xs, acc, color=color, gid=f"points-{k}")
         else:  # one budget: no curve to draw, but the interval still shows
-            chart.points(x=xs, y=acc, low=low, high=high, color=color, label=name)
-        fitted |= _overlay_power_law(chart, rows, color)
-    chart.note(
-        "Bands and bars: 95% Wilson intervals over problems."
-        + (
-            " Dashed: fitted acc(C) = A − B·C^(−α) with its 95% bootstrap band."
-            if fitted
-            else " A fitted A − B·C^(−α) appears once a strategy has ≥ 4 budgets that determine it."
-        )
+            _points(ax, xs, acc, low=low, high=high, color=color, gid=f"points-{k}")
+        fitted |= _overlay_power_law(ax, legend, rows, color, gid=f"fit-{k}")
+    note = "Bands and bars: 95% Wilson intervals over problems." + (
+        " Dashed: fitted acc(C) = A − B·C^(−α) with its 95% bootstrap band."
+        if fitted
+        else " A fitted A − B·C^(−α) appears once a strategy has ≥ 4 budgets that determine it."
     )
-    return chart.render()
+    return to_svg(fig, legend=legend, note=note)
 
 
 def pareto_vs_cost(problems: pd.DataFrame) -> Svg:
@@ -98,26 +100,28 @@ def pareto_vs_cost(problems: pd.DataFrame) -> Svg:
     title = (
         "Pareto frontier: accuracy vs eFLOPs" if priced else "Pareto frontier: accuracy vs tokens (no eFLOPs priced)"
     )
-    chart = Chart(title=title, x_label=f"mean {unit} per problem (log scale)")
-    for name, color in palette.items():
-        chart.legend(name, color=color)
+    fig, ax = new_chart(title=title, x_label=f"mean {unit} per problem (log scale)")
+    legend = [legend_entry(name, color=color) for name, color in palette.items()]
     from ttscale.scaling import pareto_frontier
 
     costs, accs = runs[column].to_numpy(dtype=float), runs["accuracy"].to_numpy(dtype=float)
     usable = np.flatnonzero(np.isfinite(costs) & (costs > 0))
     front = usable[pareto_frontier(cost=costs[usable], accuracy=accs[usable])]
     if front.size >= 2:
-        chart.line(x=costs[front], y=accs[front], color="#222222", step=True, width=1.5, label="Pareto frontier")
-    for name, color in palette.items():  # after the frontier, so that no line hides a run
+        # A frontier holds its level until the next point: a step after each run on it.
+        ax.plot(costs[front], accs[front], color=INK, linewidth=1.5, drawstyle="steps-post", gid="frontier")
+        legend.append(legend_entry("Pareto frontier", color=INK))
+    for k, (name, color) in enumerate(palette.items()):  # after the frontier, so that no line hides a run
         mine = runs[runs["run"].map(labels) == name]
-        chart.points(x=mine[column], y=mine["accuracy"], low=mine["ci_low"], high=mine["ci_high"], color=color)
+        _points(
+            ax, mine[column], mine["accuracy"], low=mine["ci_low"], high=mine["ci_high"], color=color, gid=f"points-{k}"
+        )
     note = "Frontier: no cheaper run is as accurate (step line)."
-    if priced and _overlay_kinetics(chart, problems, labels):
+    if priced and _overlay_kinetics(ax, legend, problems, labels):
         note += " Dashed: Kinetics fit A − B·C^(−α) of the frontier."
     elif priced:
         note += " The Kinetics fit needs ≥ 4 frontier points."
-    chart.note(note)
-    return chart.render()
+    return to_svg(fig, legend=legend, note=note)
 
 
 def coverage_vs_samples(problems: pd.DataFrame) -> Svg | None:
@@ -137,25 +141,48 @@ def coverage_vs_samples(problems: pd.DataFrame) -> Svg | None:
         name = labels[str(run)]
         if name not in deepest or rows["k"].max() > table.loc[table["run"] == deepest[name], "k"].max():
             deepest[name] = str(run)
-    chart = Chart(title="Coverage: pass@k vs samples k", x_label="samples k (log scale)", y_label="pass@k")
+    fig, ax = new_chart(title="Coverage: pass@k vs samples k", x_label="samples k (log scale)", y_label="pass@k")
+    legend: list[LegendEntry] = []
     fitted = False
-    for name, run in deepest.items():
+    for k, (name, run) in enumerate(deepest.items()):
         rows = table[table["run"] == run]
         color = palette[name]
-        chart.line(x=rows["k"], y=rows["pass_at_k"], color=color, label=f"{name} ({run})")
-        chart.points(x=rows["k"], y=rows["pass_at_k"], color=color)
-        fitted |= _overlay_coverage(chart, problems[problems["run"] == run], color)
-    chart.note(
-        "Unbiased pass@k from each problem's samples (Chen et al. 2021), from each strategy's largest pools."
-        + (" Dashed: fitted coverage(k) = exp(a·k^b) (Large Language Monkeys)." if fitted else "")
+        ax.plot(rows["k"], rows["pass_at_k"], color=color, linewidth=2, gid=f"curve-{k}")
+        _points(ax, rows["k"], rows["pass_at_k"], color=color, gid=f"points-{k}")
+        legend.append(legend_entry(f"{name} ({run})", color=color))
+        fitted |= _overlay_coverage(ax, legend, problems[problems["run"] == run], color, gid=f"fit-{k}")
+    note = "Unbiased pass@k from each problem's samples (Chen et al. 2021), from each strategy's largest pools." + (
+        " Dashed: fitted coverage(k) = exp(a·k^b) (Large Language Monkeys)." if fitted else ""
     )
-    return chart.render()
+    return to_svg(fig, legend=legend, note=note)
+
+
+def _points(ax: Axes, x: Any, y: Any, *, color: str, gid: str, low: Any = None, high: Any = None) -> None:
+    """Markers (SVG group `gid`), with vertical error bars from `low` to `high` (group `gid`-bars) when given.
+
+    Points that a log axis cannot show (cost 0, NaN) are left out rather than drawn at its edge.
+    """
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(xs) & np.isfinite(ys) & (xs > 0)
+    style: dict[str, Any] = {"color": color, "markersize": 6, "markeredgewidth": 1.5, "zorder": 3}
+    if low is None or high is None:
+        ax.plot(xs[keep], ys[keep], linestyle="none", marker="o", gid=gid, **style)
+        return
+    spread = np.clip([ys - np.asarray(low, dtype=float), np.asarray(high, dtype=float) - ys], 0, None)
+    drawn = ax.errorbar(
+        xs[keep], ys[keep], yerr=spread[:, keep], fmt="o", capsize=4, elinewidth=1.5, capthick=1.5, **style
+    )
+    data, caps, bars = drawn.lines
+    assert data is not None  # fmt="o" draws the markers
+    data.set_gid(gid)
+    for i, part in enumerate((*bars, *caps)):
+        part.set_gid(f"{gid}-bars-{i}")
 
 
 # -- fits ------------------------------------------------------------------------------------------
 
 
-def _overlay_power_law(chart: Chart, rows: pd.DataFrame, color: str) -> bool:
+def _overlay_power_law(ax: Axes, legend: list[LegendEntry], rows: pd.DataFrame, color: str, *, gid: str) -> bool:
     if rows["budget_limit"].nunique() < 4:
         return False
     from ttscale.scaling import fit_power
@@ -168,10 +195,13 @@ def _overlay_power_law(chart: Chart, rows: pd.DataFrame, color: str) -> bool:
             n_boot=FIT_RESAMPLES,
         )
     )
-    return fit is not None and _draw_fit(chart, fit, rows["budget_limit"].min(), rows["budget_limit"].max(), color)
+    low, high = rows["budget_limit"].min(), rows["budget_limit"].max()
+    return fit is not None and _draw_fit(ax, legend, fit, low, high, color, gid=gid)
 
 
-def _overlay_kinetics(chart: Chart, problems: pd.DataFrame, labels: dict[str, str]) -> bool:
+def _overlay_kinetics(
+    ax: Axes, legend: list[LegendEntry], problems: pd.DataFrame, labels: dict[str, str]
+) -> bool:
     from ttscale.scaling import fit_kinetics
 
     rows = problems.dropna(subset=["eflops"])
@@ -193,10 +223,10 @@ def _overlay_kinetics(chart: Chart, problems: pd.DataFrame, labels: dict[str, st
         return False
     frontier = fit.details.get("frontier") or []
     costs = [p["cost"] for p in frontier]
-    return bool(costs) and _draw_fit(chart, fit, min(costs), max(costs), "#222222")
+    return bool(costs) and _draw_fit(ax, legend, fit, min(costs), max(costs), INK, gid="fit-frontier")
 
 
-def _overlay_coverage(chart: Chart, rows: pd.DataFrame, color: str) -> bool:
+def _overlay_coverage(ax: Axes, legend: list[LegendEntry], rows: pd.DataFrame, color: str, *, gid: str) -> bool:
     from ttscale.scaling import fit_coverage_from_samples
 
     graded = rows.dropna(subset=["n_correct"])
@@ -209,20 +239,27 @@ def _overlay_coverage(chart: Chart, rows: pd.DataFrame, color: str) -> bool:
         )
     )
     top = float(2 ** math.floor(math.log2(graded["n_samples"].min())))
-    return fit is not None and _draw_fit(chart, fit, 1.0, top, color)
+    return fit is not None and _draw_fit(ax, legend, fit, 1.0, top, color, gid=gid)
 
 
-def _draw_fit(chart: Chart, fit: Any, low: float, high: float, color: str, *, band: bool = True) -> bool:
+def _draw_fit(
+    ax: Axes, legend: list[LegendEntry], fit: Any, low: float, high: float, color: str, *, gid: str
+) -> bool:
+    """The fitted curve, dashed (SVG group `gid`), over its bootstrap band (`gid`-band)."""
     # A fit with warnings (a parameter at the edge of its range) has no trustworthy curve: leave it out.
     if fit.warnings or not (math.isfinite(fit.r2) and low > 0 and high > low):
         return False
     grid = np.geomspace(low, high, 60)
     mean, lo, hi = fit.predict(grid, interval=True)
-    if band and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
-        chart.band(x=grid, low=np.clip(lo, 0, 1), high=np.clip(hi, 0, 1), color=color, opacity=0.08)
-    chart.line(x=grid, y=np.clip(mean, 0, 1), color=color, dash=True, width=1.5)
+    if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+        ax.fill_between(
+            grid, np.clip(lo, 0, 1), np.clip(hi, 0, 1), color=color, alpha=0.08, linewidth=0, gid=f"{gid}-band"
+        )
+    ax.plot(grid, np.clip(mean, 0, 1), color=color, linewidth=1.5, linestyle=(0, (4, 2.7)), gid=gid)
     # One grey legend entry for all fitted curves: each curve already has its series' colour.
-    chart.legend(f"fit: {fit.formula}", color="#666666", dash=True)
+    entry = f"fit: {fit.formula}"
+    if all(label != entry for _, label in legend):
+        legend.append(legend_entry(entry, color="#666666", dashed=True))
     return True
 
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ttscale.reporting.charts import human
 from ttscale.reporting.comparisons import comparison_markdown, comparison_view
 from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost
 from ttscale.reporting.frames import run_table
 from ttscale.reporting.leaderboard import Leaderboard, leaderboard
-from ttscale.reporting.svg import human
 
 if TYPE_CHECKING:
     import pandas as pd
