@@ -12,6 +12,9 @@ paper keeps up to 4, the most recent, and fewer when the context cannot hold the
 2. attempt r sees attempts max(1, r−K)..r−1 as the model's earlier replies, each followed by the request
    to revise (`revise_prompt`), and writes a new solution; repeat up to R.
 All chains run at once; selection by majority vote, or the best verifier score (`verifier`).
+On a reasoning model each attempt thinks before it answers: its tokens are metered by phase, the thinking
+(through the model's end-of-thinking delimiter, `ttscale.thinking`) apart from the answer, as budget forcing's
+are; on a model that does not think, an attempt is all answer.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ttscale.params import check_positive, check_range, strategy
 from ttscale.sampling import vote_or_verify
 from ttscale.schema import Answer, Completion, Problem, SamplingParams
 from ttscale.search.score import check_verifier_spec
+from ttscale.thinking import ThinkingFormat, ThinkingParams, tally_phases, thinking_format
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,19 +66,21 @@ class RevisionParams:
 
 @strategy(RevisionParams)
 async def revision(problem: Problem, ctx: Context, p: RevisionParams) -> Answer:
-    chains = await asyncio.gather(*(_chain(ctx, p) for _ in range(p.chains)))
+    fmt = thinking_format(ctx, ThinkingParams())  # the model's own delimiters: where its thinking ends
+    chains = await asyncio.gather(*(_chain(ctx, p, fmt) for _ in range(p.chains)))
     candidates = [c for chain in chains for c in (chain if p.select_from == "all" else chain[-1:])]
     prediction, samples, votes = await vote_or_verify(ctx, candidates, verifier=p.verifier)
     return Answer(prediction=prediction, samples=tuple(samples),
                   info={"attempts_per_chain": [len(c) for c in chains], "votes": dict(votes)})
 
 
-async def _chain(ctx: Context, p: RevisionParams) -> list[Completion]:
+async def _chain(ctx: Context, p: RevisionParams, fmt: ThinkingFormat) -> list[Completion]:
     attempts: list[Completion] = []
     params = SamplingParams(temperature=p.temperature, max_tokens=p.max_tokens)
     for _ in range(p.revisions):
         prompt = _prompt(ctx, p, attempts)
-        generation = await ctx.generate(prompt, params)
+        generation = await ctx.generate(prompt, params)  # one request thinks and answers: split below
+        tally_phases(ctx, fmt, generation.completions)
         if not generation.completions:  # the budget is spent
             break
         attempts.append(generation.completions[0])

@@ -370,7 +370,7 @@ _MAX_CHARS_PER_TOKEN = 100
 def _check_fits(problem: Problem, engine: Engine) -> None:
     """Refuse a question that cannot fit the engine before tokenizing it: 100 MB of text takes minutes."""
     limit = getattr(getattr(engine, "config", None), "max_model_len", None)
-    if isinstance(limit, int) and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:
+    if isinstance(limit, int) and limit > 0 and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:
         raise ValueError(
             f"the question has {len(problem.question):,} characters: too long for any prompt "
             f"of max_model_len={limit} tokens"

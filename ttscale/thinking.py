@@ -5,11 +5,13 @@ delimiters come from the model where it has them: a generation prompt that alrea
 template did it), or a tokenizer that knows `</think>` as one token. Elsewhere — the embedded SmolLM2, any
 instruct model — they are plain-text parameters, so the mechanics (budgets, forced continuations, prefilled
 thinking) run and are tested on any model. Every request goes through `ctx.generate` with its phase
-(`thinking` or `answer`), so the ledger meters both and counts them apart.
+(`thinking` or `answer`), so the ledger meters both and counts them apart; a request that thinks and answers
+at once (a revision's attempt) is divided at the end of thinking (`tally_phases`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttscale.context import Context
@@ -71,6 +73,41 @@ def thinking_format(ctx: Context, p: ThinkingParams) -> ThinkingFormat:
     return ThinkingFormat(open="" if opened else ("<think>\n" if has_tokens else PLAIN_OPEN), close=close)
 
 
+def thought_length(ctx: Context, fmt: ThinkingFormat, completion: Completion) -> int:
+    """How many of `completion`'s leading tokens are thinking, for a request that lets the model think and answer.
+
+    Through the end-of-thinking delimiter where the model wrote one; all of them where it was still thinking (the
+    prompt opened the block, or its first words did, and it never closed it); none where it did not think.
+    """
+    ids = list(completion.token_ids)
+    close = ctx.engine.tokenize(fmt.close)
+    if len(close) == 1 and close[0] in ids:  # one token (Qwen3's </think>): found even where decoding drops it
+        return ids.index(close[0]) + 1
+    if fmt.close in completion.text:  # several tokens: the fewest leading tokens whose text holds it
+        low, high = 1, len(ids)
+        while low < high:
+            mid = (low + high) // 2
+            if fmt.close in ctx.engine.detokenize(ids[:mid]):
+                high = mid
+            else:
+                low = mid + 1
+        return low
+    opener = fmt.open.strip()
+    thinking = not opener or completion.text.lstrip().startswith(opener)
+    return len(ids) if thinking else 0
+
+
+def tally_phases(ctx: Context, fmt: ThinkingFormat, completions: Sequence[Completion]) -> None:
+    """Count completions that hold both phases (thinking, then the answer) in the ledger's two phase counters.
+
+    For requests that are not split into a thinking and an answer request (a revision's attempt): the tokens
+    the engine returned, divided at the end of thinking, so `thinking_tokens + answer_tokens` is what it generated.
+    """
+    thought = sum(thought_length(ctx, fmt, c) for c in completions)
+    ctx.budget.tally("thinking_tokens", thought)
+    ctx.budget.tally("answer_tokens", sum(c.num_tokens for c in completions) - thought)
+
+
 def sampling(p: ThinkingParams, *, max_tokens: int, stop: tuple[str, ...] = (), n: int = 1) -> SamplingParams:
     return SamplingParams(n=n, temperature=p.temperature, top_p=p.top_p, max_tokens=max_tokens, stop=stop)
 
@@ -82,4 +119,5 @@ async def answer_after(ctx: Context, p: ThinkingParams, prefix: list[int], *, n:
     return list(generation.completions)
 
 
-__all__ = ["AUTO", "ThinkingFormat", "ThinkingParams", "answer_after", "sampling", "thinking_format"]
+__all__ = ["AUTO", "ThinkingFormat", "ThinkingParams", "answer_after", "sampling", "tally_phases", "thinking_format",
+           "thought_length"]

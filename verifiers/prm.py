@@ -87,25 +87,24 @@ class PRM:
         async with self._starting:
             if self._engine is not None:
                 return
-            from ttscale.engine.args import parse_engine_args
             from ttscale.engine.vllm import VLLMEngine
 
-            extra = parse_engine_args([item for item in self.engine_args.split(";") if item.strip()])
-            engine = await VLLMEngine.start(
-                EngineConfig(
-                    model=self.model,
-                    runner="pooling",
-                    max_model_len=self.max_model_len,
-                    kv_cache_gib=self.kv_cache_gib,
-                    gpu_memory_utilization=self.gpu_memory_utilization,
-                    engine_args=extra,
-                )
-            )
+            engine = await VLLMEngine.start(self.engine_config())
             ids = engine.tokenize(self.step_tag)
             if len(ids) != 1:
                 await engine.close()
                 raise ValueError(f"step_tag {self.step_tag!r} must be one token of the PRM's tokenizer, got {ids}")
             self._engine, self._step_tag_id = engine, ids[0]
+
+    def engine_config(self) -> EngineConfig:
+        """The PRM engine's settings, its `engine_args` typed and checked by name against the installed vLLM's
+        (a one-line EngineArgError naming the closest names), as `--engine-arg` is; imports vLLM when there are any."""
+        from ttscale.engine.args import parse_engine_args
+
+        extra = parse_engine_args([item for item in self.engine_args.split(";") if item.strip()])
+        return EngineConfig(model=self.model, runner="pooling", max_model_len=self.max_model_len,
+                            kv_cache_gib=self.kv_cache_gib, gpu_memory_utilization=self.gpu_memory_utilization,
+                            engine_args=extra)
 
     async def close(self) -> None:
         if self._engine is not None:

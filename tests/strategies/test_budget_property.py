@@ -47,6 +47,8 @@ def test_no_strategy_ever_exceeds_its_budget_or_misreports_tokens(
     assert ledger["spent"] <= budget
     assert ledger["generated_tokens"] == sim.generated_tokens
     assert ctx.budget.reserved == 0  # nothing left in flight
+    if name in ("budget_forcing", "no_thinking", "revision"):  # sequential: every token metered by its phase
+        assert ledger.get("thinking_tokens", 0) + ledger.get("answer_tokens", 0) == ledger["generated_tokens"]
     assert all(0 < s.num_tokens <= max(max_tokens, 1) for s in answer.samples if "max_tokens" in fields)
     if "tree" in ledger:
         tree = ledger["tree"]

@@ -1,4 +1,5 @@
-"""Sequential strategies (budget forcing, NoThinking, revisions) on the REAL engine, tiny; their parameters without one.
+"""Sequential strategies (budget forcing, NoThinking, revisions) on the REAL engine, tiny; their parameters and
+their metering by phase without one (on the simulated policy, and a thinking variant of it).
 
 The embedded model has no thinking tokens: the delimiters are the plain-text defaults, and the mechanics
 (budgets, forced "Wait", prefilled thinking, revisions in context) are what these tests check.
@@ -6,7 +7,9 @@ The embedded model has no thinking tokens: the delimiters are the plain-text def
 
 from __future__ import annotations
 
+import asyncio
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,8 +18,9 @@ from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import params_class
-from ttscale.schema import Generation, SamplingParams
+from ttscale.schema import Completion, Generation, SamplingParams
 from ttscale.strategies import STRATEGIES
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 TASK = ArithmeticTask(levels=(2,), per_level=2)
 
@@ -98,6 +102,60 @@ def test_revision_chains_see_their_earlier_attempts(sync_engine: Any) -> None:
         # ... and attempt 3 carries attempt 2's context, then the attempt it wrote.
         if len(carried) == 2:
             assert any(turns.get(j) == carried[:1] and texts[j] == carried[1] for j in range(i))
+
+
+class ThinkingPolicy(SimulatedArithmeticPolicy):
+    """The simulated policy as a reasoning model: each sample thinks (plain-text delimiters), then answers."""
+
+    THOUGHT = "<think>\nI add the numbers.\n</think>\n"
+
+    def _sample(self, expression: str, value: int, reply: str, params: SamplingParams) -> Completion:
+        thought = self.tokenize(self.THOUGHT)
+        if params.max_tokens <= len(thought):  # cut while thinking
+            return Completion(text=self.THOUGHT[: params.max_tokens], token_ids=tuple(thought[: params.max_tokens]),
+                              finish_reason="length")
+        answer = super()._sample(expression, value, reply, replace(params, max_tokens=params.max_tokens - len(thought)))
+        return replace(answer, text=self.THOUGHT + answer.text, token_ids=(*thought, *answer.token_ids))
+
+
+def _simulated(policy: SimulatedArithmeticPolicy, name: str, budget: int, **params: Any) -> tuple[Any, dict[str, Any]]:
+    ctx = make_context(policy, budget, problem_index=3)
+    fn = STRATEGIES.get(name)
+    answer = asyncio.run(fn(ctx.problem, ctx, params_class(fn)(**params)))
+    return answer, ctx.budget.to_dict()
+
+
+def test_revision_meters_thinking_and_answer_tokens_apart() -> None:
+    policy = ThinkingPolicy(seed=1)
+    answer, ledger = _simulated(policy, "revision", 5000, chains=2, revisions=3, max_tokens=80)
+    assert answer.info["attempts_per_chain"] == [3, 3]
+    thought = len(policy.THOUGHT)  # one token per character
+    # Every attempt thought the same thought, through its end-of-thinking delimiter; the rest was its answer.
+    assert ledger["thinking_tokens"] == 6 * thought
+    assert ledger["thinking_tokens"] + ledger["answer_tokens"] == ledger["generated_tokens"] == policy.generated_tokens
+    assert ledger["answer_tokens"] == sum(s.num_tokens for s in answer.samples) - 6 * thought > 0
+    # Attempts cut while thinking are all thinking.
+    policy = ThinkingPolicy(seed=1)
+    _, ledger = _simulated(policy, "revision", 5000, chains=1, revisions=2, max_tokens=10)
+    assert ledger["thinking_tokens"] == ledger["generated_tokens"] == 20 and ledger["answer_tokens"] == 0
+
+
+def test_revision_on_a_model_that_does_not_think_is_all_answer() -> None:
+    policy = SimulatedArithmeticPolicy(seed=1)
+    _, ledger = _simulated(policy, "revision", 5000, chains=2, revisions=2, max_tokens=80)
+    assert ledger["thinking_tokens"] == 0
+    assert ledger["answer_tokens"] == ledger["generated_tokens"] == policy.generated_tokens > 0
+
+
+def test_no_thinking_records_why_a_budget_below_one_answer_draws_nothing() -> None:
+    policy = SimulatedArithmeticPolicy(seed=1)
+    answer, ledger = _simulated(policy, "no_thinking", 2000, answer_tokens=2048)
+    assert answer.prediction is None and answer.info["n"] == 0 and policy.requests == []
+    assert answer.info["reason"] == ("the budget left (2,000 tokens) pays for no answer of answer_tokens=2048: "
+                                     "give a budget of at least one answer, or a smaller answer_tokens")
+    answer, ledger = _simulated(SimulatedArithmeticPolicy(seed=1), "no_thinking", 4096, answer_tokens=2048)
+    assert answer.info["n"] == 2 and "reason" not in answer.info
+    assert ledger["answer_tokens"] == ledger["generated_tokens"] > 0
 
 
 def test_sequential_parameters_are_checked() -> None:

@@ -107,3 +107,33 @@ def test_outcome_rules_on_a_hand_example(rule: str, ranks: list[float]) -> None:
 def test_prm_parameters_are_validated() -> None:
     with pytest.raises(ValueError, match="aggregate must be one of last, min, prod, mean"):
         PRM(model="x", aggregate="max")  # type: ignore[arg-type]
+
+
+def test_prm_engine_args_are_typed_by_vllms_fields_without_an_engine() -> None:
+    pytest.importorskip("vllm")  # reads vLLM's AsyncEngineArgs dataclass; starts nothing
+    config = PRM(model="x", max_model_len=2048,
+                 engine_args="max-num-seqs=64; kv_cache_dtype=fp8;max_num_batched_tokens=4096;").engine_config()
+    assert config.runner == "pooling" and config.max_model_len == 2048
+    assert config.max_num_seqs == 64  # an EngineConfig field: set, and typed as an int
+    assert config.engine_args == {"kv_cache_dtype": "fp8", "max_num_batched_tokens": 4096}
+    assert PRM(model="x").engine_config().engine_args == {}
+
+
+@pytest.mark.parametrize(
+    ("engine_args", "expected"),
+    [
+        ("max_num_seq=64", "'max_num_seq' is not an engine argument of the installed vLLM; the closest are "
+                           "max_num_seqs"),
+        ("max_num_seqs=64;quantisation=fp8", "'quantisation' is not an engine argument of the installed vLLM; "
+                                             "the closest are quantization"),
+        ("max_num_seqs=lots", "engine argument max_num_seqs='lots': expected int"),
+        ("max_num_seqs", "engine arguments look like KEY=VALUE, got 'max_num_seqs'"),
+    ],
+)
+def test_a_bad_prm_engine_argument_is_named_in_one_line(engine_args: str, expected: str) -> None:
+    pytest.importorskip("vllm")
+    from ttscale.engine.args import EngineArgError
+
+    with pytest.raises(EngineArgError) as caught:
+        PRM(model="x", engine_args=engine_args).engine_config()
+    assert expected in str(caught.value) and "\n" not in str(caught.value)

@@ -71,6 +71,7 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ttscale.budget import BudgetError
+    from ttscale.engine.args import EngineArgError
     from ttscale.models import ModelError
     from ttscale.registry import UnknownNameError
 
@@ -78,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         code: int = args.func(args)
         return code
-    except (UsageError, BudgetError, UnknownNameError, ModelError) as exc:
+    except (UsageError, BudgetError, UnknownNameError, ModelError, EngineArgError) as exc:
         print(f"ttscale: error: {one_line(exc, limit=500)}", file=sys.stderr)
         return EXIT_USAGE
     except Stopped as exc:

@@ -7,11 +7,14 @@ flight together and the engine batches them), plus the tokenizer and chat templa
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ttscale.engine.args import convert
 from ttscale.schema import Generation, SamplingParams
 
 Prompt = str | Sequence[int]
@@ -64,6 +67,11 @@ _VLLM_NAMED = frozenset({"dtype", "block_size", "gpu_memory_utilization", "enfor
                          "enable_prefix_caching", "max_num_seqs", "tensor_parallel_size", "runner"})
 
 
+@functools.cache
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(EngineConfig)
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineConfig:
     """vLLM settings, validated at construction. Defaults suit the embedded model on a CPU."""
@@ -84,9 +92,12 @@ class EngineConfig:
     seed: int = 0
     """Engine-level sampling seed. Runs also seed every request (derived from the run seed and the problem),
     which is what makes their samples independent of batching and of the number of workers."""
-    max_model_len: int | None = None
-    """Longest prompt + generation, in tokens; None = the model's own limit (what vLLM chooses, bounded by memory:
-    a reasoning chain is never cut short by a default of ours). The limit in force is the engine's `config`."""
+    max_model_len: int | None = -1
+    """Longest prompt + generation, in tokens. -1 (the default) = the largest length the KV cache holds, at most the
+    model's own (vLLM's auto-fit, on GPU and CPU alike): a long-context model on a small GPU starts with a shorter
+    window instead of failing, and a reasoning chain is never cut short by a number of ours. None = exactly the
+    model's own limit (vLLM refuses to start when the KV cache cannot hold it). The limit in force is the started
+    engine's `config.max_model_len`."""
     enable_prefix_caching: bool = True
     """Share KV of common prompt prefixes across requests (the heart of tree-search efficiency)."""
     max_num_seqs: int = 256
@@ -110,9 +121,16 @@ class EngineConfig:
             if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
                 raise ValueError(f"{name} must map names to values, got {options!r}")
             object.__setattr__(self, name, dict(options))  # a plain dict: JSON, asdict and pickling take it
+        # vLLM's flags spell names with dashes (max-num-seqs): one spelling, so a field's name is found below.
+        # The names and values are checked against vLLM's own dataclass when the engine starts (engine.args):
+        # importing it here would pull vLLM and torch (seconds) into every config, and vLLM is optional.
+        object.__setattr__(self, "engine_args", {k.replace("-", "_"): v for k, v in self.engine_args.items()})
         # An engine argument that is one of the fields above sets that field: one value, checked like the others.
         for name in _VLLM_NAMED & set(self.engine_args):
-            object.__setattr__(self, name, self.engine_args[name])
+            value = self.engine_args[name]
+            if isinstance(value, str):  # typed as `--engine-arg NAME=TEXT` is, by the field's own type
+                value = convert(name, value, _field_types()[name])
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "engine_args", {k: v for k, v in self.engine_args.items() if k not in _VLLM_NAMED})
         if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
             raise ValueError(f"dtype must be auto, bfloat16, float16 or float32, got {self.dtype!r}")
@@ -123,8 +141,9 @@ class EngineConfig:
             raise ValueError(f"kv_cache_gib must be a whole number in [1, 1024], got {self.kv_cache_gib}")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        if self.max_model_len is not None and not 64 <= self.max_model_len <= 1_048_576:
-            raise ValueError(f"max_model_len must be in [64, 1048576], got {self.max_model_len}")
+        if self.max_model_len is not None and self.max_model_len != -1 and not 64 <= self.max_model_len <= 1_048_576:
+            raise ValueError(f"max_model_len must be in [64, 1048576], or -1 for the largest length the KV cache "
+                             f"holds (at most the model's own), got {self.max_model_len}")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be ≥ 1, got {self.max_num_seqs}")
         if self.tensor_parallel_size < 1:

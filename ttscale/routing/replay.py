@@ -181,9 +181,9 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
     # The context limit the source's engine ran with (the model's own when none was set): its samples obey it.
     # An engine that records none (a simulator) had none that mattered.
     ran = source_dir.read_config().get("environment", {}).get("engine") or {}
-    limit = (prepared.spec.engine.max_model_len or ran.get("max_model_len")
-             or (ran.get("config") or {}).get("max_model_len"))
-    limit = limit if isinstance(limit, int) else None
+    # A configured -1 (fit to memory) or None is no number: the recorded limit in force is.
+    limit = _first_limit(prepared.spec.engine.max_model_len, ran.get("max_model_len"),
+                         (ran.get("config") or {}).get("max_model_len"))
     records = []
     rest: dict[str, str] = {}  # budget forcing: problems whose chains thought past this budget run afresh
     for problem in prepared.problems:
@@ -237,6 +237,11 @@ def derive_thinking(prepared: Prepared, source: dict[str, Any], *, source_id: st
     return {**source, "ledger": {**ledger, **{k: v for k, v in limits.items() if k in ledger}}, "info": info}
 
 
+def _first_limit(*values: Any) -> int | None:
+    """The first of `values` that is a context length in tokens (not None, nor -1 = whatever fits, nor a bool)."""
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
+
+
 def _differing(stored: dict[str, Any], current: dict[str, Any]) -> str:
     keys = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
     return ", ".join(f"{k}: {stored.get(k)!r} vs {current.get(k)!r}" for k in keys) or "unknown"
@@ -261,7 +266,7 @@ def derive_record(
         if verifier.get("calls"):
             return "its scorer spent compute"
         taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
-                            max_model_len=max_model_len or prepared.spec.engine.max_model_len or 1 << 30)
+                            max_model_len=_first_limit(max_model_len, prepared.spec.engine.max_model_len) or 1 << 30)
         if isinstance(taken, str):
             return taken
         sub = samples[:taken]

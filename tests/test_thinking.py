@@ -1,0 +1,99 @@
+"""The thinking block's delimiters come from the model where it has them: a real Hugging Face tokenizer with
+Qwen3's `<think>`/`</think>` tokens and a chat template that opens the block (built locally from the embedded
+model's tokenizer files, no download), beside the same tokenizer without them (the plain-text defaults)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ttscale.budget import Budget, Ledger
+from ttscale.context import Context
+from ttscale.engine.base import HFTokenizerMixin
+from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.schema import Completion
+from ttscale.thinking import PLAIN_CLOSE, PLAIN_OPEN, ThinkingParams, tally_phases, thinking_format, thought_length
+
+TASK = ArithmeticTask(levels=(1,), per_level=1)
+#: Qwen3-like: the generation prompt opens the thinking block (as DeepSeek-R1 distills' templates do).
+OPENING_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+PLAIN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+class _Tokenizer(HFTokenizerMixin):
+    """The tokenizer half of the engine (all thinking_format reads), on a real Hugging Face tokenizer."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ttscale.models import prepare_embedded
+
+    target = tmp_path_factory.mktemp("tok") / "tok"
+    shutil.copytree(prepare_embedded(), target, ignore=shutil.ignore_patterns("*.safetensors"))
+    return target
+
+
+def _tokenizer(folder: Path, *, think_tokens: bool, template: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if think_tokens:
+        added = tokenizer.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+        assert added == 2  # SmolLM2 had neither: the model now knows them as single tokens
+    tokenizer.chat_template = template
+    return tokenizer
+
+
+def _context(tokenizer: Any) -> Context:
+    engine: Any = _Tokenizer(tokenizer)
+    return Context(problem=TASK.problems()[0], task=TASK, engine=engine, ledger=Ledger(Budget.parse(1000)))
+
+
+def test_the_delimiters_come_from_the_models_tokens_and_template(folder: Path) -> None:
+    tokenizer = _tokenizer(folder, think_tokens=True, template=OPENING_TEMPLATE)
+    ctx = _context(tokenizer)
+    assert len(ctx.engine.tokenize("</think>")) == 1  # the model's own token, not eight pieces of text
+    fmt = thinking_format(ctx, ThinkingParams())
+    # The template opened the block: nothing to add; it ends at the model's `</think>` token.
+    assert (fmt.open, fmt.close) == ("", "</think>")
+    # A template that does not open it: the model's `<think>` opens it.
+    fmt = thinking_format(_context(_tokenizer(folder, think_tokens=True, template=PLAIN_TEMPLATE)), ThinkingParams())
+    assert (fmt.open, fmt.close) == ("<think>\n", "</think>")
+    # Explicit parameters win over the model's.
+    fmt = thinking_format(ctx, ThinkingParams(think_open="<reason>", think_close="</reason>"))
+    assert (fmt.open, fmt.close) == ("<reason>", "</reason>")
+
+
+def test_without_the_tokens_the_delimiters_are_plain_text(folder: Path) -> None:
+    ctx = _context(_tokenizer(folder, think_tokens=False, template=PLAIN_TEMPLATE))
+    assert len(ctx.engine.tokenize("</think>")) > 1
+    fmt = thinking_format(ctx, ThinkingParams())
+    assert (fmt.open, fmt.close) == (PLAIN_OPEN, PLAIN_CLOSE) == ("<think>\n", "\n</think>\n")
+
+
+def test_a_completion_is_split_at_the_models_end_of_thinking(folder: Path) -> None:
+    tokenizer = _tokenizer(folder, think_tokens=True, template=OPENING_TEMPLATE)
+    ctx = _context(tokenizer)
+    fmt = thinking_format(ctx, ThinkingParams())
+    thought, answer = ctx.engine.tokenize("I add 2 and 3.</think>"), ctx.engine.tokenize("\n\nThe answer is 5.")
+    both = Completion(text="I add 2 and 3.</think>\n\nThe answer is 5.", token_ids=(*thought, *answer))
+    assert thought[-1] == tokenizer.convert_tokens_to_ids("</think>")
+    assert thought_length(ctx, fmt, both) == len(thought)
+    # Cut while thinking (the template opened the block, no `</think>`): all of it is thinking.
+    cut = Completion(text="I add 2", token_ids=tuple(ctx.engine.tokenize("I add 2")), finish_reason="length")
+    assert thought_length(ctx, fmt, cut) == cut.num_tokens
+    tally_phases(ctx, fmt, [both, cut])
+    assert ctx.budget.extra["thinking_tokens"] == len(thought) + cut.num_tokens
+    assert ctx.budget.extra["answer_tokens"] == len(answer)
