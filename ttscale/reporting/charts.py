@@ -82,8 +82,8 @@ def new_chart(
     None fits the data. Non-positive x on a log axis is masked (not drawn), never clipped to the frame.
     """
     import matplotlib
-    from matplotlib.rcsetup import cycler  # matplotlib's own validated cycler: nothing more to declare
     from matplotlib.figure import Figure
+    from matplotlib.rcsetup import cycler  # matplotlib's own validated cycler: nothing more to declare
     from matplotlib.ticker import FuncFormatter, PercentFormatter
 
     style: dict[RcKeyType, Any] = {**_STYLE, "axes.prop_cycle": cycler(color=PALETTE)}
