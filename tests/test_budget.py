@@ -20,7 +20,8 @@ from ttscale.schema import Completion, Generation, SamplingParams
         (" 500 ", 500),
         ("8ktokens", 8000),
         (".5k", 500),
-        ("1T", 10**12),
+        ("512Tokens", 512),  # T starts the unit in a budget, not a multiplier
+        ("2kt", 2000),
         (300, 300),
     ],
 )
@@ -30,7 +31,7 @@ def test_parse_token_budgets(text: str | int, limit: int) -> None:
     assert budget.unit == "tokens"
 
 
-@pytest.mark.parametrize("text", ["8q", "-1", "0", "1e999", "", "k", "abc", "1.5", "nan", "8k8", "--5"])
+@pytest.mark.parametrize("text", ["8q", "-1", "0", "1e999", "", "k", "abc", "1.5", "nan", "8k8", "--5", "1T"])
 def test_bad_budgets_are_refused_with_one_line(text: str) -> None:
     with pytest.raises(BudgetError) as info:
         Budget.parse(text)

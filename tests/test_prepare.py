@@ -46,3 +46,20 @@ def test_a_sweep_cell_with_a_config_keeps_its_stored_parameters(tmp_path: Path) 
     run_dir.path.mkdir(parents=True)
     run_dir.write_json(CONFIG, {"spec": {"params": {"max_tokens": 300}}})
     assert prepare_cell(spec, cell, tmp_path).params.max_tokens == 300
+
+
+def test_a_run_stored_with_max_model_len_none_resumes_under_todays_default(tmp_path: Path) -> None:
+    from ttscale.engine.base import EngineConfig
+
+    today = prepare(RunSpec(strategy="best_of_n", task="arithmetic"))
+    assert today.spec.engine.max_model_len == -1  # vLLM's fit to memory, the default since it replaced None
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.path.mkdir()
+    for stored, accepted in ((None, True), (-1, True), (4096, False)):
+        old = prepare(RunSpec(strategy="best_of_n", task="arithmetic", engine=EngineConfig(max_model_len=stored)))
+        run_dir.write_json(CONFIG, {"spec": {}, "identity": json.loads(json.dumps(old.identity()))})
+        if accepted:  # None: the model's own length, which -1 also gives an engine that started with it
+            check_resume(run_dir, today)
+        else:  # a length of the user's own still has to match
+            with pytest.raises(RunDirError, match=r"max_model_len.*4096.*-1"):
+                check_resume(run_dir, today)

@@ -24,6 +24,13 @@ def test_a_unit_is_returned_as_written_only_when_allowed() -> None:
     assert parse_quantity("1e") is None and parse_quantity("1e", unit=True) == (1.0, "e")
 
 
+def test_a_caller_may_leave_a_suffix_to_the_unit() -> None:
+    assert parse_quantity("512Tokens", unit=True, suffixes="kKMGB") == (512.0, "Tokens")
+    assert parse_quantity("2kT", unit=True, suffixes="kKMGB") == (2000.0, "T")  # k still a multiplier
+    assert parse_quantity("3T", suffixes="kKMGB") is None  # a unit where none is allowed
+    assert parse_quantity("3T", unit=True) == (3e12, "")
+
+
 def test_a_sign_is_read_only_when_allowed() -> None:
     assert parse_quantity("-2.5k", signed=True) == (-2500.0, "")
     assert parse_quantity("-2.5k") is None

@@ -22,6 +22,8 @@ from ttscale.schema import Generation, SamplingParams
 Role = Literal["policy", "verifier"]
 
 _TOKEN_UNITS = {"", "tok", "tokens", "t"}
+#: Multipliers a budget reads: not T, which would make `512Tokens` 512e12 of a unit 'okens'.
+_BUDGET_SUFFIXES = "kKMGB"
 #: Largest limit accepted: far above any real budget, small enough to stay exact in float arithmetic.
 MAX_LIMIT = 1e30
 
@@ -107,7 +109,7 @@ class Budget:
             raise BudgetError(f"budget must be a number or a string like '8k', got {text!r}")
         if isinstance(text, int | float):
             return cls(limit=float(text))
-        parsed = parse_quantity(str(text), unit=True)
+        parsed = parse_quantity(str(text), unit=True, suffixes=_BUDGET_SUFFIXES)
         if parsed is None:
             raise BudgetError(
                 f"cannot read budget {text!r}; write a positive number with an optional k/M suffix "

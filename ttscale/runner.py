@@ -203,7 +203,7 @@ def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
 
 def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
     """Refuse to resume a run whose stored identity differs from the one asked for."""
-    stored = run_dir.read_config().get("identity")
+    stored = _as_today(run_dir.read_config().get("identity"))
     current = json.loads(json.dumps(prepared.identity(), default=str))
     if stored != current:
         diffs = [k for k in sorted(set(current) | set(stored or {})) if (stored or {}).get(k) != current.get(k)]
@@ -211,6 +211,16 @@ def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
             f"{k}: stored {json.dumps((stored or {}).get(k))} vs now {json.dumps(current.get(k))}" for k in diffs
         )
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: the run differs in {detail}")
+
+
+def _as_today(identity: Any) -> Any:
+    """A stored identity in today's terms. Runs made before -1 became `max_model_len`'s default stored None (the
+    model's own length, or no start). For a run that started, that is the length -1 picks, since vLLM's fit lowers
+    the model's own length only when the KV cache cannot hold it."""
+    engine = identity.get("engine") if isinstance(identity, dict) else None
+    if isinstance(engine, dict) and "backend" not in engine and engine.get("max_model_len", -1) is None:
+        return {**identity, "engine": {**engine, "max_model_len": -1}}
+    return identity
 
 
 async def execute(

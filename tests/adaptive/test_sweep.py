@@ -175,6 +175,12 @@ def test_the_cli_refuses_bad_input_with_one_line(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert "unknown parameter 'bogus'" in err and err.count("\n") == 1
     assert not (tmp_path / "s").exists()  # refused before anything was written
+    for flag in (["--max-model-len", "10"], ["--gpu-memory-utilization", "2"], ["--engine-arg", "max_num_seqs=0"]):
+        assert main(["sweep", "--strategy", "best_of_n", "--budgets", "1k", *flag,
+                     "--out", str(tmp_path / "s")]) == 2, flag  # an engine setting out of range: usage, not a crash
+        err = capsys.readouterr().err
+        assert err.startswith("ttscale: error: sweep: ") and err.count("\n") == 1 and "ValueError" not in err, err
+    assert not (tmp_path / "s").exists()
     assert main(["policy", "--sweep", str(tmp_path / "nowhere")]) == 2
     assert "not a ttscale sweep" in capsys.readouterr().err
     assert main(["policy", "--sweep", str(tmp_path), "--folds", "1"]) == 2

@@ -96,9 +96,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError("sweep: --resume takes the settings the sweep was made with; drop --config")
         apply_config_file(args, "sweep")
     # --resume DIR is the API's `out` alone; a new sweep's --out must not hold one (the API would finish it).
-    settings = {"out": args.resume} if args.resume else _settings_from_flags(args)
     try:
-        # ValueError: bad settings, a cell directory held by another process, or one that differs from the grid
+        # ValueError: bad settings (an engine flag out of range included), a cell directory held by another
+        # process, or one that differs from the grid
+        settings = {"out": args.resume} if args.resume else _settings_from_flags(args)
         result = sweep(**settings, progress=not args.no_progress, command=sys.argv)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"sweep: {exc}") from None
