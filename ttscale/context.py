@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ttscale.budget import Ledger, Role
+from ttscale.engine.base import context_length
 from ttscale.evals.base import extraction_of
 from ttscale.schema import Completion, Generation, Problem, Sample, SamplingParams
 
@@ -91,10 +92,9 @@ class Context:
 
     def room(self, prompt_tokens: int) -> int:
         """Tokens the engine can still generate after this prompt (its max_model_len bounds prompt + output)."""
-        limit = getattr(getattr(self.engine, "config", None), "max_model_len", None)
-        # A started engine reports the limit in force; -1 or None (an unstarted config: fit to memory, the
-        # model's own) is no number to count with.
-        return limit - prompt_tokens if isinstance(limit, int) and limit > 0 else 1 << 30
+        # A started engine reports the limit in force; an unstarted config's -1 or None is no number to count with.
+        limit = context_length(getattr(getattr(self.engine, "config", None), "max_model_len", None))
+        return limit - prompt_tokens if limit else 1 << 30
 
     def sample(self, completion: Completion, *, score: float | None = None) -> Sample:
         """A finished candidate: the completion with its extracted answer and a selection score."""

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
-from ttscale.engine.base import Engine, EngineConfig, is_fatal
+from ttscale.engine.base import Engine, EngineConfig, context_length, is_fatal
 from ttscale.engine.openai import OpenAIConfig
 from ttscale.messages import one_line
 from ttscale.models import ModelError
@@ -379,8 +379,8 @@ _MAX_CHARS_PER_TOKEN = 100
 
 def _check_fits(problem: Problem, engine: Engine) -> None:
     """Refuse a question that cannot fit the engine before tokenizing it: 100 MB of text takes minutes."""
-    limit = getattr(getattr(engine, "config", None), "max_model_len", None)
-    if isinstance(limit, int) and limit > 0 and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:
+    limit = context_length(getattr(getattr(engine, "config", None), "max_model_len", None))
+    if limit and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:
         raise ValueError(
             f"the question has {len(problem.question):,} characters: too long for any prompt "
             f"of max_model_len={limit} tokens"

@@ -67,6 +67,12 @@ _VLLM_NAMED = frozenset({"dtype", "block_size", "gpu_memory_utilization", "enfor
                          "enable_prefix_caching", "max_num_seqs", "tensor_parallel_size", "runner"})
 
 
+def context_length(*values: Any) -> int | None:
+    """The first of `values` that is a context length in tokens: not None (the model's own, unknown before the
+    engine starts), nor -1 (whatever fits the KV cache, chosen at start), nor a bool. None when none is."""
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
+
+
 @functools.cache
 def _field_types() -> dict[str, Any]:
     return typing.get_type_hints(EngineConfig)

