@@ -5,7 +5,8 @@
 Every run goes through the real runner (`prepare` + `execute`: ledger, strategy, tree, verifier, grading,
 fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted policy, never a model):
 - ceiling: the zero-cost engine answers every request at once, so the run's time is the harness alone;
-  printed per strategy: problems/s, requests/s, generated tokens/s (tree searches at `--width`);
+  printed per strategy: problems/s, requests/s (calls of the engine), vLLM requests/s (sequences: vLLM v1 runs
+  a request with n samples as n requests), generated tokens/s (tree searches at `--width`);
 - share: the same runs against a rate model of a 1.5B model on one H100 (`LatencyModel.h100_1p5b`): the
   engine's busy and idle time over the wall time; idle is what the harness made it wait;
 - `--profile NAME`: the top functions by own time for one strategy's zero-cost run;
@@ -50,13 +51,16 @@ class Measured:
     seconds: float
     requests: int
     tokens: int
+    sequences: int = 0
+    """Σ n over the requests: vLLM v1's own request count (it runs a request with n samples as n requests)."""
     busy: float = 0.0
     idle: float = 0.0
 
     def line(self) -> str:
         rate = (f"{self.problems / self.seconds:8.1f} problems/s  {self.requests / self.seconds:9.0f} requests/s  "
-                f"{self.tokens / self.seconds:10.0f} tokens/s")
-        counts = f"({self.problems} problems, {self.requests} requests, {self.seconds:.2f} s)"
+                f"{self.sequences / self.seconds:9.0f} vLLM requests/s  {self.tokens / self.seconds:10.0f} tokens/s")
+        counts = (f"({self.problems} problems, {self.requests} requests of {self.sequences} sequences, "
+                  f"{self.seconds:.2f} s)")
         return f"  {self.strategy:<18} {rate}  {counts}"
 
 
@@ -120,7 +124,7 @@ async def run_once(spec: RunSpec, model: LatencyModel, out: Path) -> Measured:
     seconds = time.perf_counter() - start
     label = spec.strategy + ("~" + SIM_ENCODER if spec.params.get("embedder") == SIM_ENCODER else "")
     return Measured(label, len(prepared.problems), seconds, engine.requests, engine.generated_tokens,
-                    engine.busy_seconds, engine.idle_seconds)
+                    engine.sequences, engine.busy_seconds, engine.idle_seconds)
 
 
 def measure(spec: RunSpec, model: LatencyModel) -> Measured:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ttscale.schema import Generation, SamplingParams
+from ttscale.search.steps import step_end
 from ttscale.testing import LatencyEngine, LatencyModel
 
 PROMPT = [{"role": "user", "content": "Calculate 12 + 7. Give the result as a number."}]
@@ -19,6 +20,28 @@ REQUESTS = [
     SamplingParams(n=2, temperature=0.8, max_tokens=3, logprobs=0),
     SamplingParams(n=1, temperature=0.0, max_tokens=1, logprobs=5),
 ]
+
+# Requests that end the way the tree searches rely on, whatever the model writes: a step cut at a stop string
+# (a space: every answer of more than one word has one within 64 tokens) and a whole greedy answer that ends at
+# the model's EOS (SmolLM2 answers this prompt in a few tokens).
+ENDINGS = [
+    SamplingParams(n=2, temperature=0.8, max_tokens=64, stop=(" ",)),
+    SamplingParams(n=1, temperature=0.0, max_tokens=200),
+]
+
+
+def _ending(engine: Any, generation: Generation, params: SamplingParams) -> list[tuple[Any, ...]]:
+    """How each completion ended, as the harness reads it (`step_end` for a step, finish_reason for a whole one)."""
+    out = []
+    for c in generation.completions:
+        if params.stop:
+            delimiter = params.stop[0]
+            # a stop string: the text leaves it out, the ids keep it, and the step stays open
+            out.append((c.finish_reason, step_end(c, delimiter=delimiter, decode=engine.detokenize),
+                        delimiter in c.text, len(c.token_ids) <= params.max_tokens))
+        else:  # EOS: "stop" before max_tokens with no stop string set
+            out.append((c.finish_reason, len(c.token_ids) < params.max_tokens))
+    return out
 
 
 def _shape(generation: Generation, params: SamplingParams) -> list[tuple[Any, ...]]:
@@ -40,6 +63,9 @@ async def _answers(engine: Any) -> list[Any]:
         generation = await engine.generate(prompt, params, seed=1)
         assert generation.prompt_tokens == len(prompt) and len(generation.completions) == params.n
         out.append(_shape(generation, params))
+    for params in ENDINGS:
+        generation = await engine.generate(prompt, params, seed=1)
+        out.append(_ending(engine, generation, params))
     long = engine.tokenize("word " * 200)
     await engine.generate(long, SamplingParams(max_tokens=2), seed=2)
     again = await engine.generate(long, SamplingParams(max_tokens=2), seed=3)
@@ -52,6 +78,9 @@ def test_the_simulator_and_the_real_engine_agree_on_the_protocol(sync_engine: An
     real = sync_engine.loop.run(_answers(sync_engine.engine))
     simulated = asyncio.run(_answers(LatencyEngine()))
     assert simulated == real
+    # The endings were the ones meant: a stop string (open step, "stop") and EOS, not cuts.
+    assert real[len(REQUESTS)] == [("stop", (" ", "open"), False, True)] * 2
+    assert real[len(REQUESTS) + 1] == [("stop", True)]
 
 
 def test_stop_strings_eos_and_cuts_look_like_vllm() -> None:
@@ -70,6 +99,7 @@ def test_stop_strings_eos_and_cuts_look_like_vllm() -> None:
     for c in whole.completions:  # a whole solution: EOS last, its answer in the text
         assert c.token_ids[-1] == 2 and c.text.endswith(".") and "The answer is" in c.text
     assert engine.generated_tokens == sum(len(c.token_ids) for g in (step, whole) for c in g.completions)
+    assert (engine.requests, engine.sequences) == (2, 16)  # vLLM v1 would count 16 requests: one per sample
 
 
 def test_the_clock_never_answers_early_and_queues_past_max_num_seqs() -> None:

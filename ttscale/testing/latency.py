@@ -154,7 +154,10 @@ class LatencyEngine(CharTokenizer):
         self.max_steps = max_steps
         self.config = _Config(max_model_len=max_model_len)
         self.requests = 0
-        """Requests answered."""
+        """Requests answered (calls of `generate`)."""
+        self.sequences = 0
+        """Sequences answered: Σ n over the requests. vLLM v1 runs a request with n samples as n child requests
+        (`AsyncLLM.add_request` fans it out), so this is the request count in the engine's own terms."""
         self.generated_tokens = 0
         """Tokens returned (what the ledgers must add up to)."""
         self.busy_seconds = 0.0
@@ -190,6 +193,7 @@ class LatencyEngine(CharTokenizer):
             completions = tuple(self._sample(rng, params) for _ in range(params.n))
         cached = self._cache(ids)
         self.requests += 1
+        self.sequences += params.n
         self.generated_tokens += sum(len(c.token_ids) for c in completions)
         if self.model.zero:
             await asyncio.sleep(0)  # requests awaited together are still in flight together
