@@ -16,7 +16,7 @@ with the same max_tokens, so at one budget they start from the same N; the table
 tokens each really spent (solutions here are 20-60 tokens, far below max_tokens, so searches
 stop well before their budgets; GenRM's verification chains run to their limit and spend more).
 
-    python benchmarks/search.py [--per-level 2] [--budgets 1k,2k,4k,8k] [--max-tokens 256]
+    python benchmarks/search.py [--per-level 2] [--budgets 1k,2k,4k,8k] [--max-tokens 256] [--parts abcd]
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ SPEED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("best_of_n", "best_of_n", {}),
     ("beam", "beam", {}),
     ("astar", "astar", {}),
+    ("astar parallel=2", "astar", {"parallel": 2}),
     ("astar parallel=4", "astar", {"parallel": 4}),
     ("astar parallel=8", "astar", {"parallel": 8}),
     ("ets", "ets", {}),
@@ -187,6 +188,7 @@ def main() -> None:
     parser.add_argument("--step-tokens", type=int, default=64)
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--verify-tokens", type=int, default=128, help="GenRM's T_V")
+    parser.add_argument("--parts", default="abcd", help="the tables to print, e.g. 'a' (b sums the others' requests)")
     args = parser.parse_args()
     began = time.perf_counter()
 
@@ -219,98 +221,105 @@ def main() -> None:
         return strategy_params(name, args, **overrides)
 
     # (a) -------------------------------------------------------------------------------------------
-    speed: dict[str, tuple[int, float]] = {}
-    for label, name, extra in SPEED:
-        rows, seconds = timed(
-            sync,
-            engine,
-            "a",
-            name,
-            run_grid(engine, task, problems, name, [args.speed_budget], strategy_params(name, args, **extra)),
-        )
-        speed[label] = (generated(rows), seconds)
-    base = speed["best_of_n"][1] / max(1, speed["best_of_n"][0])
-    print(f"(a) wall time per generated token at {args.speed_budget}, {len(problems)} problems in flight together")
-    print(f"    {'strategy':<18}{'tokens':>8}{'wall s':>9}{'ms/token':>10}{'x best_of_n':>13}  goal ≤ 1.5x")
-    for label, (tokens, seconds) in speed.items():
-        per = seconds / max(1, tokens)
-        ok = "" if label == "best_of_n" else ("yes" if per / base <= 1.5 else "no")
-        print(f"    {label:<18}{tokens:>8}{seconds:>9.1f}{1000 * per:>10.2f}{per / base:>13.2f}  {ok}")
+    if "a" in args.parts:
+        speed: dict[str, tuple[int, float]] = {}
+        for label, name, extra in SPEED:
+            rows, seconds = timed(
+                sync,
+                engine,
+                "a",
+                name,
+                run_grid(engine, task, problems, name, [args.speed_budget], strategy_params(name, args, **extra)),
+            )
+            speed[label] = (generated(rows), seconds)
+        base = speed["best_of_n"][1] / max(1, speed["best_of_n"][0])
+        print(f"(a) wall time per generated token at {args.speed_budget}, {len(problems)} problems in flight together")
+        print(f"    {'strategy':<18}{'tokens':>8}{'wall s':>9}{'ms/token':>10}{'x best_of_n':>13}  goal ≤ 1.5x")
+        for label, (tokens, seconds) in speed.items():
+            per = seconds / max(1, tokens)
+            ok = "" if label == "best_of_n" else ("yes" if per / base <= 1.5 else "no")
+            print(f"    {label:<18}{tokens:>8}{seconds:>9.1f}{1000 * per:>10.2f}{per / base:>13.2f}  {ok}")
 
     # (c) -------------------------------------------------------------------------------------------
-    variants: list[tuple[str, str, dict[str, Any]]] = [
-        ("rebase", "rebase", {}),
-        ("ets (defaults, cut 0.15)", "ets", {}),
-        ("ets threshold=0.05", "ets", {"threshold": 0.05}),
-        ("ets kv_cost=nodes", "ets", {"kv_cost": "nodes"}),
-        ("ets lambda_s=0", "ets", {"lambda_s": 0}),
-        ("ets lambda_c=4, lambda_s=0", "ets", {"lambda_c": 4, "lambda_s": 0}),
-    ]
-    print(
-        f"\n(c) ETS vs REBASE at equal width N={args.width}, budget 8k (never binding here), {len(problems)} problems"
-    )
-    print(
-        f"    {'variant':<28}{'acc':>6}{'tokens':>8}{'KV Σsteps':>11}{'peak KV':>9}{'REBASE/x':>10}{'peak':>7}"
-        f"{'ref KV':>8}{'REBASE/x':>10}{'kept':>7}{'K/cand':>8}"
-    )
-    reference: tuple[int, int, int] | None = None
-    for label, name, extra in variants:
-        params = strategy_params(name, args, n=args.width, **extra)
-        rows, _ = timed(sync, engine, "c", name, run_grid(engine, task, problems, name, ["8k"], params))
-        total, peak, paper_kv = kv(rows)
-        reference = reference or (total, peak, paper_kv)
-        considered = sum(r["info"].get("ilp_considered", 0) for r in rows)
-        kept = f"{sum(r['info'].get('ilp_kept', 0) for r in rows) / considered:.2f}" if considered else "-"
-        k = f"{sum(r['info'].get('ilp_clusters', 0) for r in rows) / considered:.2f}" if considered else "-"
+    if "c" in args.parts:
+        variants: list[tuple[str, str, dict[str, Any]]] = [
+            ("rebase", "rebase", {}),
+            ("ets (defaults, cut 0.15)", "ets", {}),
+            ("ets threshold=0.05", "ets", {"threshold": 0.05}),
+            ("ets kv_cost=nodes", "ets", {"kv_cost": "nodes"}),
+            ("ets lambda_s=0", "ets", {"lambda_s": 0}),
+            ("ets lambda_c=4, lambda_s=0", "ets", {"lambda_c": 4, "lambda_s": 0}),
+        ]
         print(
-            f"    {label:<28}{accuracy(rows):>6.2f}{generated(rows):>8}{total:>11}{peak:>9}"
-            f"{reference[0] / max(1, total):>10.2f}{reference[1] / max(1, peak):>7.2f}{paper_kv:>8}"
-            f"{reference[2] / max(1, paper_kv):>10.2f}{kept:>7}{k:>8}{errors(rows)}"
+            f"\n(c) ETS vs REBASE at equal width N={args.width}, budget 8k (never binding here), "
+            f"{len(problems)} problems"
         )
-    print(
-        "    goal: REBASE/ETS ≥ 1.8 on KV (ref KV: the paper's per-node count); kept = share of the frontier\n"
-        "    the ILP kept; K/cand = clusters per candidate"
-    )
+        print(
+            f"    {'variant':<28}{'acc':>6}{'tokens':>8}{'KV Σsteps':>11}{'peak KV':>9}{'REBASE/x':>10}{'peak':>7}"
+            f"{'ref KV':>8}{'REBASE/x':>10}{'kept':>7}{'K/cand':>8}"
+        )
+        reference: tuple[int, int, int] | None = None
+        for label, name, extra in variants:
+            params = strategy_params(name, args, n=args.width, **extra)
+            rows, _ = timed(sync, engine, "c", name, run_grid(engine, task, problems, name, ["8k"], params))
+            total, peak, paper_kv = kv(rows)
+            reference = reference or (total, peak, paper_kv)
+            considered = sum(r["info"].get("ilp_considered", 0) for r in rows)
+            kept = f"{sum(r['info'].get('ilp_kept', 0) for r in rows) / considered:.2f}" if considered else "-"
+            k = f"{sum(r['info'].get('ilp_clusters', 0) for r in rows) / considered:.2f}" if considered else "-"
+            print(
+                f"    {label:<28}{accuracy(rows):>6.2f}{generated(rows):>8}{total:>11}{peak:>9}"
+                f"{reference[0] / max(1, total):>10.2f}{reference[1] / max(1, peak):>7.2f}{paper_kv:>8}"
+                f"{reference[2] / max(1, paper_kv):>10.2f}{kept:>7}{k:>8}{errors(rows)}"
+            )
+        print(
+            "    goal: REBASE/ETS ≥ 1.8 on KV (ref KV: the paper's per-node count); kept = share of the frontier\n"
+            "    the ILP kept; K/cand = clusters per candidate"
+        )
 
     # (d) -------------------------------------------------------------------------------------------
-    names = STRATEGIES.names()
-    grid: dict[str, list[dict[str, Any]]] = {}
-    seconds_of: dict[str, float] = {}
-    for name in names:
-        grid[name], seconds_of[name] = timed(
-            sync, engine, "d", name, run_grid(engine, task, problems, name, budgets, strategy_params(name, args))
-        )
-    print(f"\n(d) accuracy vs budget, arithmetic levels 1-3, {len(problems)} problems per cell")
-    print(f"    {'strategy':<18}" + "".join(f"{b:>8}" for b in budgets) + "   all  (mean tokens spent per problem)")
-    for name in names:
-        cells = [[r for r in grid[name] if r["budget"] == b] for b in budgets]
-        spent = " / ".join(f"{generated(c) / max(1, len(c)):.0f}" for c in cells)
-        print(
-            f"    {name:<18}"
-            + "".join(f"{accuracy(c):>8.2f}" for c in cells)
-            + f"{accuracy(grid[name]):>6.2f}  ({spent}; {seconds_of[name]:.0f} s){errors(grid[name])}"
-        )
+    if "d" in args.parts:
+        names = STRATEGIES.names()
+        grid: dict[str, list[dict[str, Any]]] = {}
+        seconds_of: dict[str, float] = {}
+        for name in names:
+            grid[name], seconds_of[name] = timed(
+                sync, engine, "d", name, run_grid(engine, task, problems, name, budgets, strategy_params(name, args))
+            )
+        print(f"\n(d) accuracy vs budget, arithmetic levels 1-3, {len(problems)} problems per cell")
+        print(f"    {'strategy':<18}" + "".join(f"{b:>8}" for b in budgets) + "   all  (mean tokens spent per problem)")
+        for name in names:
+            cells = [[r for r in grid[name] if r["budget"] == b] for b in budgets]
+            spent = " / ".join(f"{generated(c) / max(1, len(c)):.0f}" for c in cells)
+            print(
+                f"    {name:<18}"
+                + "".join(f"{accuracy(c):>8.2f}" for c in cells)
+                + f"{accuracy(grid[name]):>6.2f}  ({spent}; {seconds_of[name]:.0f} s){errors(grid[name])}"
+            )
 
     # (b) -------------------------------------------------------------------------------------------
-    print("\n(b) prefix cache in tree search: prompt tokens served from cache, over every tree-search request above")
-    print(
-        f"    {'strategy':<18}{'requests':>9}{'prompt':>9}{'shareable':>11}{'cached':>9}"
-        f"{'of shareable':>14}{'of prompt':>11}"
-    )
-    totals = [0, 0, 0, 0, 0]
-    for name in TREE:
-        records = [r for r in engine.records if r["strategy"] == name]
-        row = [
-            len(records),
-            sum(r["prompt"] for r in records),
-            sum(r["shareable"] for r in records),
-            sum(r["cached"] for r in records),
-            sum(min(r["cached"], r["shareable"]) for r in records),
-        ]
-        totals = [a + b for a, b in zip(totals, row, strict=True)]
-        print_cache_row(name, row)
-    print_cache_row("all tree searches", totals)
-    print("    goal: ≥ 90% of the shareable prompt tokens served from the cache")
+    if "b" in args.parts:
+        print("\n(b) prefix cache in tree search: prompt tokens served from cache, over every tree-search request "
+              "above")
+        print(
+            f"    {'strategy':<18}{'requests':>9}{'prompt':>9}{'shareable':>11}{'cached':>9}"
+            f"{'of shareable':>14}{'of prompt':>11}"
+        )
+        totals = [0, 0, 0, 0, 0]
+        for name in TREE:
+            records = [r for r in engine.records if r["strategy"] == name]
+            row = [
+                len(records),
+                sum(r["prompt"] for r in records),
+                sum(r["shareable"] for r in records),
+                sum(r["cached"] for r in records),
+                sum(min(r["cached"], r["shareable"]) for r in records),
+            ]
+            totals = [a + b for a, b in zip(totals, row, strict=True)]
+            print_cache_row(name, row)
+        print_cache_row("all tree searches", totals)
+        print("    goal: ≥ 90% of the shareable prompt tokens served from the cache")
+
     print(f"\ntotal wall time {time.perf_counter() - began:.0f} s")
     sync.close()
 

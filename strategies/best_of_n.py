@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import strategy
-from ttscale.sampling import PoolParams, sample_pool
+from ttscale.sampling import PoolParams, sample_pool, score_outcomes
 from ttscale.schema import Answer, Problem
-from ttscale.search.score import check_verifier_spec, load_verifier
+from ttscale.search.score import check_verifier_spec
 from ttscale.selection import best_scored
 
 
@@ -35,10 +35,11 @@ class BestOfNParams(PoolParams):
 @strategy(BestOfNParams)
 async def best_of_n(problem: Problem, ctx: Context, p: BestOfNParams) -> Answer:
     completions = await sample_pool(ctx, p, logprobs=0 if p.verifier is None else None)
+    scores: list[float | None]
     if p.verifier is None:
         scores = [c.mean_logprob for c in completions]
     else:
-        scores = list(await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions]))
+        scores = list(await score_outcomes(ctx, p.verifier, [c.text for c in completions]))
     samples = [ctx.sample(c, score=s) for c, s in zip(completions, scores, strict=True)]
     best = best_scored(samples)
     return Answer(

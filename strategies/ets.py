@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
@@ -75,8 +75,11 @@ def paper_lambda_s(n: int) -> float:
 class ETSParams(SearchParams):
     """Efficient tree search: REBASE allocation, then KV- and diversity-aware node selection."""
 
+    ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
+    """`width=16` on the command line is N, as the ETS paper names it."""
+
     n: int | None = None
-    """N: the search width (solutions to finish); None = B / max_tokens."""
+    """N: the search width (solutions to finish; `width` is accepted too); None = B / max_tokens."""
     temperature_b: float = 0.2
     """T_b: softmax temperature of the REBASE allocation over verifier values in [0, 1]."""
     lambda_c: float = 1.0

@@ -19,6 +19,7 @@ This allocation is also the first stage of ETS (ttscale.search.allocate).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
@@ -31,8 +32,11 @@ from ttscale.search.rounds import reward_balanced
 class RebaseParams(SearchParams):
     """Reward-balanced tree search."""
 
+    ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
+    """`width=16` on the command line is N, as the ETS paper names it."""
+
     n: int | None = None
-    """N: the search width (solutions to finish); None = B / max_tokens."""
+    """N: the search width (solutions to finish; `width` is accepted too); None = B / max_tokens."""
     temperature_b: float = 0.2
     """T_b: softmax temperature of the allocation over verifier values in [0, 1]; lower = greedier."""
 

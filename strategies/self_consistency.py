@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from ttscale.context import Context
 from ttscale.params import strategy
-from ttscale.sampling import PoolParams, sample_pool
+from ttscale.sampling import PoolParams, sample_pool, score_outcomes
 from ttscale.schema import Answer, Problem
-from ttscale.search.score import check_verifier_spec, load_verifier
+from ttscale.search.score import check_verifier_spec
 from ttscale.selection import majority_vote, weighted_vote
 
 
@@ -42,7 +42,7 @@ async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyPar
         samples = [ctx.sample(c) for c in completions]
         prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
     else:
-        rewards = await load_verifier(p.verifier).score_outcomes(ctx, [c.text for c in completions])
+        rewards = await score_outcomes(ctx, p.verifier, [c.text for c in completions])
         samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
         prediction, votes = await asyncio.to_thread(weighted_vote, samples)
     return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": dict(votes)})

@@ -322,14 +322,14 @@ def test_the_cli_reads_directories_and_refuses_bad_input(compared: Path, tmp_pat
 def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     args = ["compare", "--strategy", "best_of_n n=2 max_tokens=24", "--strategy", "self_consistency n=2 max_tokens=24",
-            "--repeats", "2", "--task", "arithmetic", "--limit", "4", "--budget", "128", "--out", str(out),
+            "--repeats", "2", "--task", "arithmetic", "--limit", "6", "--budget", "128", "--out", str(out),
             "--no-progress", "--json"]
     done = subprocess.run([sys.executable, "-m", "ttscale.cli", *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(done.stdout)
     assert data == json.loads((out / COMPARE).read_text())
     (pair,) = data["pairs"]
-    assert (pair["problems"], pair["pairs"], pair["paired_by"]) == (4, 8, "problem and run seed")
+    assert (pair["problems"], pair["pairs"], pair["paired_by"]) == (6, 12, "problem and run seed")
     assert pair["excluded"]["errored_pairs"] == sum(a["errored"] for a in data["arms"]) == 0
     assert {"accuracy", "generated_tokens", "eflops"} <= set(pair["effects"])
     arms = {a["label"]: a for a in data["arms"]}
@@ -337,7 +337,7 @@ def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path) ->
     # Repeats are different draws (run seed r seeds every request of repeat r), within the budget.
     for a in arms.values():
         s0, s1 = ({r["id"]: r for r in ttscale_records(Path(src))} for src in a["sources"])
-        assert set(s0) == set(s1) and len(s0) == 4
+        assert set(s0) == set(s1) and len(s0) == 6
         assert any([x["text"] for x in s0[p]["samples"]] != [x["text"] for x in s1[p]["samples"]] for p in s0)
         assert all(r["ledger"]["spent"] <= 128 for r in [*s0.values(), *s1.values()])
     # Resume: every cell is finished, so no engine starts and nothing runs again.

@@ -93,3 +93,16 @@ def test_prm_describes_its_public_fields_with_docstrings() -> None:
     assert docs["step_tag"].doc == "The token placed after every step; must be ONE token of the PRM's tokenizer."
     assert {"model", "max_model_len", "aggregate", "delimiter"} <= set(docs)
     assert not {"_engine", "_cache", "_step_tag_id", "_starting"} & set(docs)
+
+
+@pytest.mark.parametrize("strategy", ["rebase", "ets"])
+def test_width_is_the_tree_searches_n_as_the_ets_paper_names_it(strategy: str) -> None:
+    from ttscale.params import params_class
+    from ttscale.strategies import STRATEGIES
+
+    cls = params_class(STRATEGIES.get(strategy))
+    assert parse_params(cls, {"width": "16"}) == parse_params(cls, {"n": "16"})
+    assert parse_params(cls, {"width": "16"}).n == 16
+    with pytest.raises(ValueError, match="given twice"):
+        parse_params(cls, {"width": "16", "n": "8"})
+    assert "ALIASES" not in {d.name for d in describe_params(cls)}

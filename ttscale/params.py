@@ -39,11 +39,19 @@ def params_class(fn: Callable[..., Any]) -> type[Any]:
 
 
 def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
-    """Build `cls` from strings (or already-typed values); unknown names and bad values raise ValueError."""
+    """Build `cls` from strings (or already-typed values); unknown names and bad values raise ValueError.
+
+    A class may name other spellings of its fields in `ALIASES` (`{"width": "n"}`: the ETS paper's "width 16"
+    is REBASE's and ETS's N); giving a field under both names is refused.
+    """
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in _public_fields(cls)}
+    aliases: Mapping[str, str] = getattr(cls, "ALIASES", {})
     values: dict[str, Any] = {}
-    for name, value in raw.items():
+    for given, value in raw.items():
+        name = aliases.get(given, given)
+        if name in values or (name != given and name in raw):
+            raise ValueError(f"parameter {name!r} given twice (as {name!r} and as its alias {given!r}): give one")
         if name not in fields:
             raise ValueError(f"unknown parameter {name!r}; allowed: {', '.join(sorted(fields)) or 'none'}")
         values[name] = _convert(name, value, hints[name]) if isinstance(value, str) else value

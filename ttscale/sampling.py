@@ -52,6 +52,17 @@ async def sample_pool(ctx: Context, p: PoolParams, *, logprobs: int | None = Non
     return pool
 
 
+async def score_outcomes(ctx: Context, verifier: str, texts: list[str]) -> list[float]:
+    """The verifier's value of each whole solution, counted in the ledger as `reward_evaluations`: one per
+    solution scored, the unit in which A*-decoding (and a PRM's cost) counts reward calls. Tree searches count
+    each partial path they score in the same counter (`Search.score`)."""
+    from ttscale.search.score import load_verifier
+
+    rewards = list(await load_verifier(verifier).score_outcomes(ctx, texts))
+    ctx.budget.tally("reward_evaluations", len(texts))
+    return rewards
+
+
 async def vote_or_verify(
     ctx: Context, completions: list[Completion], *, verifier: str | None
 ) -> tuple[str | None, list[Sample], Mapping[str, float]]:
@@ -59,14 +70,13 @@ async def vote_or_verify(
 
     Returns the prediction, the candidates as samples (scored when a verifier scored them) and the votes.
     """
-    from ttscale.search.score import load_verifier
     from ttscale.selection import best_scored, majority_vote
 
     if verifier is None:
         samples = [ctx.sample(c) for c in completions]
         prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
         return prediction, samples, votes
-    rewards = await load_verifier(verifier).score_outcomes(ctx, [c.text for c in completions])
+    rewards = await score_outcomes(ctx, verifier, [c.text for c in completions])
     samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
     best = best_scored(samples)
     return (best.answer if best else None), samples, {}

@@ -158,6 +158,32 @@ def test_astar_stops_at_the_first_goal_popped_and_is_token_frugal() -> None:
     assert frugal < wide
 
 
+@pytest.mark.parametrize("parallel", [1, 2, 4, 8])
+def test_astar_pops_parallel_states_per_round_and_scores_them_in_one_call(parallel: int) -> None:
+    for i in range(4):
+        answer, ledger, _ = run_sim("astar", "8k", index=i, seed=i, verifier=ORACLE_03, k=2, parallel=parallel,
+                                    policy={"p_intro": 1.0})
+        rounds, expanded = ledger["tree"]["verifier_calls"], answer.info["expansions"]
+        # One engine request per expanded state, one verifier call per round over all their children.
+        assert ledger["tree"]["expansion_requests"] == expanded
+        assert rounds <= expanded <= 1 + parallel * (rounds - 1)  # the root alone, then ≤ b states a round
+        if parallel == 1:
+            assert expanded == rounds  # the paper's A*: one state per round
+        else:  # k = 2 children per state: from the second round on, ≥ 2 states are open to pop together
+            assert expanded > rounds
+
+
+def test_reward_evaluations_count_every_scored_path_in_one_unit_for_searches_and_pools() -> None:
+    # A*'s claim is in reward calls: a PRM pass per partial path it scores, and one per solution best-of-N scores.
+    for name in ("astar", "beam", "rebase"):
+        _, ledger, _ = run_sim(name, verifier=ORACLE_03, n=8) if name != "astar" else run_sim(name, verifier=ORACLE_03)
+        assert ledger["reward_evaluations"] == ledger["tree"]["verifier_candidates"] > 0
+    _, ledger, _ = run_sim("best_of_n", n=6, verifier=ORACLE_03)
+    assert ledger["reward_evaluations"] == 6
+    _, ledger, _ = run_sim("self_consistency", n=6)  # a plain vote scores nothing
+    assert "reward_evaluations" not in ledger
+
+
 def test_astar_without_budget_for_a_goal_still_answers() -> None:
     answer, ledger, _ = run_sim("astar", 40, policy={"p_intro": 1.0}, k=2)
     assert not answer.info["goal_popped"] and ledger["spent"] <= 40

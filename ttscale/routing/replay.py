@@ -266,6 +266,8 @@ def derive_record(
         if isinstance(taken, str):
             return taken
         sub = samples[:taken]
+        if p.verifier is not None:  # as `sampling.score_outcomes` counts them in a run
+            ledger.tally("reward_evaluations", len(sub))
         if name == "best_of_n":
             best = best_scored(sub)
             prediction = best.answer if best else None

@@ -221,6 +221,7 @@ class Search:
             scores = await self.verifier.score_steps(self.ctx, paths)
             self.counters["verifier_calls"] += 1
             self.counters["verifier_candidates"] += len(batch)
+            self.ctx.budget.tally("reward_evaluations", len(batch))  # the unit best-of-N's scoring counts too
             if len(scores) != len(batch):
                 raise ValueError(f"verifier returned {len(scores)} score lists for {len(batch)} candidates")
             for node, steps, step_scores in zip(batch, paths, scores, strict=True):
