@@ -30,6 +30,7 @@ from typing import Any
 
 import ttscale
 from ttscale.comparison import Comparison
+from ttscale.sweeps import GridEntry, load_spec
 
 LAMBDA_S = (0.5, 1.5)
 THRESHOLDS = (0.05, 0.15, 0.3)
@@ -87,9 +88,10 @@ def table(result: Comparison, width: int, shared: str) -> tuple[list[str], list[
         rows.append({"arm": arm.label, "width": width, "kv_ratio": kv.value, "kv_low": kv.low, "kv_high": kv.high,
                      "ets_kv_mean": kv.mean_b, "accuracy": acc.mean_b, "delta_pts": d, "delta_low": lo,
                      "delta_high": hi, "depth": depth, "kept_share": kept, "clusters_share": clusters, "met": met})
-        lines.append(f"| {short(arm.label, shared)} | {kv.mean_b:.0f} | {kv.value:.2f}x "
-                     f"[{kv.low:.2f}, {kv.high:.2f}] | {100 * (acc.mean_b or 0):.1f}% | {d:+.1f} pts "
-                     f"[{lo:+.1f}, {hi:+.1f}] | {depth:.1f} | {kept:.2f} | {clusters:.2f} |")
+        ratio = (f"{kv.value:.2f}x [{kv.low:.2f}, {kv.high:.2f}]" if None not in (kv.value, kv.low, kv.high)
+                 else kv.text())  # undefined (a zero mean, one problem): the effect says why
+        lines.append(f"| {short(arm.label, shared)} | {kv.mean_b or 0:.0f} | {ratio} | {100 * (acc.mean_b or 0):.1f}% "
+                     f"| {d:+.1f} pts [{lo:+.1f}, {hi:+.1f}] | {depth:.1f} | {kept:.2f} | {clusters:.2f} |")
     return lines, rows
 
 
@@ -117,10 +119,16 @@ def main() -> None:
     with ttscale.Engine() as engine:
         for width in (int(w) for w in args.widths.split(",")):
             root = out / f"width-{width}"
+            wanted = arms(width, args.tree, full=str(width) in full, chosen=args.ets)
             if (root / "sweep.json").exists():
+                spec = load_spec(root)
+                if list(spec.grid) != [GridEntry.parse(a) for a in wanted] or spec.task_options != {
+                        "seed": args.task_seed}:
+                    raise SystemExit(f"{root} holds another experiment (other ETS settings or problems): give "
+                                     "another --out, or the same options to resume it")
                 result = ttscale.compare(resume=root, engine=engine, progress=False)
             else:
-                result = ttscale.compare(strategies=arms(width, args.tree, full=str(width) in full, chosen=args.ets),
+                result = ttscale.compare(strategies=wanted,
                                          repeats=args.repeats, budget=args.budget, task=args.task,
                                          task_options={"seed": args.task_seed}, limit=args.problems, out=root,
                                          engine=engine, progress=False)

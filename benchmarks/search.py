@@ -190,6 +190,8 @@ def main() -> None:
     parser.add_argument("--verify-tokens", type=int, default=128, help="GenRM's T_V")
     parser.add_argument("--parts", default="abcd", help="the tables to print, e.g. 'a' (b sums the others' requests)")
     args = parser.parse_args()
+    if not args.parts or set(args.parts) - set("abcd"):
+        parser.error(f"--parts takes letters of 'abcd', got {args.parts!r}")
     began = time.perf_counter()
 
     task = ArithmeticTask(levels=(1, 2, 3), per_level=args.per_level)

@@ -39,7 +39,7 @@ async def best_of_n(problem: Problem, ctx: Context, p: BestOfNParams) -> Answer:
     if p.verifier is None:
         scores = [c.mean_logprob for c in completions]
     else:
-        scores = list(await score_outcomes(ctx, p.verifier, [c.text for c in completions]))
+        scores = list(await score_outcomes(ctx, [c.text for c in completions], verifier=p.verifier))
     samples = [ctx.sample(c, score=s) for c, s in zip(completions, scores, strict=True)]
     best = best_scored(samples)
     return Answer(

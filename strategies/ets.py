@@ -76,7 +76,8 @@ class ETSParams(SearchParams):
     """Efficient tree search: REBASE allocation, then KV- and diversity-aware node selection."""
 
     ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
-    """`width=16` on the command line is N, as the ETS paper names it."""
+    """`width=16` on the command line is N, as the ETS paper names it (beam's and DVTS's `width` is another
+    quantity: M, the beams kept per step)."""
 
     n: int | None = None
     """N: the search width (solutions to finish; `width` is accepted too); None = B / max_tokens."""

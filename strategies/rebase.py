@@ -33,7 +33,8 @@ class RebaseParams(SearchParams):
     """Reward-balanced tree search."""
 
     ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
-    """`width=16` on the command line is N, as the ETS paper names it."""
+    """`width=16` on the command line is N, as the ETS paper names it (beam's and DVTS's `width` is another
+    quantity: M, the beams kept per step)."""
 
     n: int | None = None
     """N: the search width (solutions to finish; `width` is accepted too); None = B / max_tokens."""

@@ -42,7 +42,7 @@ async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyPar
         samples = [ctx.sample(c) for c in completions]
         prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
     else:
-        rewards = await score_outcomes(ctx, p.verifier, [c.text for c in completions])
+        rewards = await score_outcomes(ctx, [c.text for c in completions], verifier=p.verifier)
         samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
         prediction, votes = await asyncio.to_thread(weighted_vote, samples)
     return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": dict(votes)})

@@ -103,6 +103,17 @@ def test_width_is_the_tree_searches_n_as_the_ets_paper_names_it(strategy: str) -
     cls = params_class(STRATEGIES.get(strategy))
     assert parse_params(cls, {"width": "16"}) == parse_params(cls, {"n": "16"})
     assert parse_params(cls, {"width": "16"}).n == 16
+    for both in ({"width": "16", "n": "8"}, {"n": "8", "width": "16"}):
+        with pytest.raises(ValueError, match="parameter 'n' given twice"):
+            parse_params(cls, both)
+
+
+def test_a_sweep_or_compare_cell_names_an_aliased_field_by_its_own_name() -> None:
+    from ttscale.sweeps import GridEntry
+
+    assert GridEntry.parse("rebase width=16|64").params == GridEntry.parse("rebase n=16|64").params == {
+        "n": ["16", "64"]}
     with pytest.raises(ValueError, match="given twice"):
-        parse_params(cls, {"width": "16", "n": "8"})
-    assert "ALIASES" not in {d.name for d in describe_params(cls)}
+        GridEntry.parse("rebase width=16 n=16")
+    with pytest.raises(ValueError, match="given twice"):
+        GridEntry.parse("best_of_n n=2 n=4")

@@ -322,6 +322,8 @@ class Ledger:
             **self.compute,
             "capped_requests": self.capped_requests,
             "refused_requests": self.refused_requests,
+            # Always present (0 = nothing scored), so a comparison reads it for every strategy alike.
+            "reward_evaluations": 0,
             **self.extra,
             **{key: view() for key, view in self.views.items()},
         }

@@ -65,7 +65,8 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="reward_calls", label="reward calls", kind="ratio", source="ledger.tree.verifier_calls",
            read=lambda r: _ledger(r, "tree", "verifier_calls")),
     Metric(name="reward_evaluations", label="reward evaluations", kind="ratio",
-           source="ledger.reward_evaluations (solutions or partial paths a verifier scored: one PRM pass each)",
+           source="ledger.reward_evaluations (solutions or partial paths a verifier scored; GenRM's chains are "
+                  "verifier calls)",
            read=lambda r: _ledger(r, "reward_evaluations")),
     Metric(name="wall_seconds", label="wall time", kind="ratio",
            source="ledger.wall_seconds (per problem: depends on the run's concurrency and the machine's load)",

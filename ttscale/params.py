@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 P = TypeVar("P")
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
 
 
 def strategy(params: type[Any]) -> Callable[[F], F]:
@@ -46,12 +47,8 @@ def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
     """
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in _public_fields(cls)}
-    aliases: Mapping[str, str] = getattr(cls, "ALIASES", {})
     values: dict[str, Any] = {}
-    for given, value in raw.items():
-        name = aliases.get(given, given)
-        if name in values or (name != given and name in raw):
-            raise ValueError(f"parameter {name!r} given twice (as {name!r} and as its alias {given!r}): give one")
+    for name, value in field_names(cls, raw).items():
         if name not in fields:
             raise ValueError(f"unknown parameter {name!r}; allowed: {', '.join(sorted(fields)) or 'none'}")
         values[name] = _convert(name, value, hints[name]) if isinstance(value, str) else value
@@ -59,6 +56,20 @@ def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
         return cls(**values)
     except TypeError as exc:  # e.g. a wrong type passed from Python
         raise ValueError(str(exc)) from None
+
+
+def field_names(cls: type[Any], raw: Mapping[str, V]) -> dict[str, V]:
+    """`raw` with each alias of `cls.ALIASES` replaced by its field's name; a field given twice (under two
+    of its names) raises ValueError."""
+    aliases: Mapping[str, str] = getattr(cls, "ALIASES", {})
+    out: dict[str, V] = {}
+    given_as: dict[str, str] = {}
+    for given, value in raw.items():
+        name = aliases.get(given, given)
+        if name in given_as:
+            raise ValueError(f"parameter {name!r} given twice (as {given_as[name]!r} and as {given!r}): give one")
+        given_as[name], out[name] = given, value
+    return out
 
 
 def task_defaults(cls: type[Any], *, task: Any, budget: Any) -> dict[str, Any]:

@@ -52,10 +52,11 @@ async def sample_pool(ctx: Context, p: PoolParams, *, logprobs: int | None = Non
     return pool
 
 
-async def score_outcomes(ctx: Context, verifier: str, texts: list[str]) -> list[float]:
+async def score_outcomes(ctx: Context, texts: list[str], *, verifier: str) -> list[float]:
     """The verifier's value of each whole solution, counted in the ledger as `reward_evaluations`: one per
-    solution scored, the unit in which A*-decoding (and a PRM's cost) counts reward calls. Tree searches count
-    each partial path they score in the same counter (`Search.score`)."""
+    solution scored, the unit in which A*-decoding counts reward calls (a PRM's forward pass). Tree searches
+    count each partial path they score in the same counter (`Search.score`). GenRM's verification chains are
+    generated text, metered as verifier calls and tokens instead."""
     from ttscale.search.score import load_verifier
 
     rewards = list(await load_verifier(verifier).score_outcomes(ctx, texts))
@@ -76,7 +77,7 @@ async def vote_or_verify(
         samples = [ctx.sample(c) for c in completions]
         prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
         return prediction, samples, votes
-    rewards = await score_outcomes(ctx, verifier, [c.text for c in completions])
+    rewards = await score_outcomes(ctx, [c.text for c in completions], verifier=verifier)
     samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
     best = best_scored(samples)
     return (best.answer if best else None), samples, {}

@@ -36,6 +36,7 @@ from typing import Any
 from ttscale.budget import Budget
 from ttscale.engine.base import Engine, EngineConfig
 from ttscale.engine.openai import OpenAIConfig
+from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
 from ttscale.routing.replay import (  # noqa: F401
     POOL_STRATEGIES,
@@ -69,12 +70,17 @@ class GridEntry:
     def parse(cls, text: str) -> GridEntry:
         """`"self_consistency max_tokens=64 temperature=0.6|1.0"`: a strategy, then key=v1|v2 ..."""
         name, *items = text.split()
-        params: dict[str, list[str]] = {}
+        given: list[tuple[str, list[str]]] = []
         for item in items:
             key, sep, values = item.partition("=")
             if not sep or not key or not values:
                 raise ValueError(f"grid parameters look like key=value or key=v1|v2, got {item!r} in {text!r}")
-            params[key] = values.split("|")
+            given.append((key, values.split("|")))
+        if len({key for key, _ in given}) < len(given):
+            raise ValueError(f"a parameter is given twice in {text!r}: give each once (v1|v2 for several values)")
+        params = dict(given)
+        if name in STRATEGIES:  # `rebase width=16` and `rebase n=16` are one cell, under the field's own name
+            params = field_names(params_class(STRATEGIES.get(name)), params)
         return cls(strategy=name, params=params)
 
     def combos(self) -> list[dict[str, str]]:

@@ -23,7 +23,7 @@ from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, create_sweep, derive_
 
 ANSWERS = ["7", "8", "9", None]
 LEDGER_KEYS = ("spent", "generated_tokens", "samples", "calls", "prompt_tokens", "capped_requests",
-               "refused_requests")
+               "refused_requests", "reward_evaluations")
 
 
 def text(answer: str | None) -> str:

@@ -38,7 +38,7 @@ def _ending(engine: Any, generation: Generation, params: SamplingParams) -> list
             delimiter = params.stop[0]
             # a stop string: the text leaves it out, the ids keep it, and the step stays open
             out.append((c.finish_reason, step_end(c, delimiter=delimiter, decode=engine.detokenize),
-                        delimiter in c.text, len(c.token_ids) <= params.max_tokens))
+                        delimiter in c.text))
         else:  # EOS: "stop" before max_tokens with no stop string set
             out.append((c.finish_reason, len(c.token_ids) < params.max_tokens))
     return out
@@ -79,7 +79,7 @@ def test_the_simulator_and_the_real_engine_agree_on_the_protocol(sync_engine: An
     simulated = asyncio.run(_answers(LatencyEngine()))
     assert simulated == real
     # The endings were the ones meant: a stop string (open step, "stop") and EOS, not cuts.
-    assert real[len(REQUESTS)] == [("stop", (" ", "open"), False, True)] * 2
+    assert real[len(REQUESTS)] == [("stop", (" ", "open"), False)] * 2
     assert real[len(REQUESTS) + 1] == [("stop", True)]
 
 

@@ -122,18 +122,18 @@ class Probe:
 
 async def run_probe(ctx: Context, settings: ProbeSettings) -> Probe:
     """Spend the probe through the problem's metered door: its tokens are in the problem's ledger."""
-    from ttscale.search.score import load_verifier
+    from ttscale.sampling import score_outcomes
 
     before = ctx.budget.spent
     params = SamplingParams(n=settings.n, temperature=settings.temperature, top_p=settings.top_p,
                             max_tokens=settings.max_tokens, logprobs=0)
     completions = (await ctx.generate(ctx.prompt(), params)).completions
-    scores = None
+    scores: list[float] | None = None
     if settings.verifier is not None and completions:
-        scores = await load_verifier(settings.verifier).score_outcomes(ctx, [c.text for c in completions])
+        scores = await score_outcomes(ctx, [c.text for c in completions], verifier=settings.verifier)
     samples = tuple(
         ctx.sample(c, score=None if scores is None else s)
-        for c, s in zip(completions, scores or [None] * len(completions), strict=True)
+        for c, s in zip(completions, scores or [0.0] * len(completions), strict=True)
     )
     features = features_of(answers=[s.answer for s in samples], verifier_scores=scores,
                            mean_logprobs=[c.mean_logprob for c in completions])
