@@ -32,13 +32,12 @@ import numpy as np
 
 from ttscale.budget import Budget
 from ttscale.engine import SyncEngine
-from ttscale.routing.allocation import with_total_budget
+from ttscale.routing.allocation import Allocator, with_total_budget
 from ttscale.routing.holdout import difficulty, learn_from_sweep
 from ttscale.routing.outcomes import load_results, outcomes
 from ttscale.routing.policy import LearnOptions, Policy, candidate_key
 from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RunDir
-from ttscale.strategies.adaptive import Allocator
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 
 BOOTSTRAP = 2000
