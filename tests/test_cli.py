@@ -54,7 +54,8 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_existing_run_dir_is_not_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "results.jsonl").write_text('{"id": "x"}\n')
     assert main(["run", "--strategy", "sc", "--out", str(tmp_path)]) == 2
-    assert "already holds a run" in capsys.readouterr().err
+    # Records without a config.json: not a run `--resume` could continue, and not a folder to start one in.
+    assert "is not empty and not a ttscale run" in capsys.readouterr().err
     assert (tmp_path / "results.jsonl").read_text() == '{"id": "x"}\n'
 
 
@@ -196,7 +197,8 @@ def test_kill_9_mid_run_then_resume_gives_each_problem_once(tmp_path: Path) -> N
     summary = json.loads(done.stdout)
     # The terminal shows ttscale's progress (tokens, problems, requests in flight), not the engine's logs,
     # which are in the run directory.
-    assert "tokens" in done.stderr and "problems 8/8, 0 requests in flight" in done.stderr, done.stderr[-2000:]
+    assert "100%" in done.stderr and "| 8/8 [" in done.stderr and "tokens, 0 requests in flight" in done.stderr, (
+        done.stderr[-2000:])
     assert "INFO" not in done.stderr and "WARNING" not in done.stderr, done.stderr[-2000:]
     assert "INFO" in (out / "engine.log").read_text(errors="replace")
     records = [json.loads(line) for line in results.read_text().splitlines()]

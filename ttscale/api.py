@@ -179,6 +179,9 @@ def run(
     {"tensor_parallel_size": 2, "quantization": "fp8"}; checked before anything starts), or as `engine_config`
     (a whole EngineConfig) says. Works inside a running event loop (a notebook) too.
     Calling again with the same `out` resumes: the settings must be the run's, and only unfinished problems run.
+    Problems a passing server fault left unfinished (answers that stayed malformed through every retry) do not
+    raise: `summary["unfinished"]` counts them (a few with their errors in `unfinished_examples`), and calling
+    again runs them; `ttscale run` exits 1 for them.
     The engine's start-up output goes to the run's engine.log (`verbose=True`: to this terminal); a new run
     that finished nothing is removed, and an engine that failed to start raises `EngineStartError` naming
     where its log was kept.
@@ -188,13 +191,16 @@ def run(
     from ttscale.storage import RunDir
 
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
-    spec = RunSpec(strategy=strategy, budget=str(budget), task=task, limit=limit, params=dict(params or {}),
-                   seed=seed, concurrency=concurrency, task_options=dict(task_options or {}), engine=config)
+    spec = RunSpec(strategy=strategy, budget=str(budget), task=task, limit=limit, params=params or {},
+                   seed=seed, concurrency=concurrency, task_options=task_options or {}, engine=config)
     run_dir = RunDir(out if out is not None else default_out(spec))
     resuming = run_dir.has_results()
+    if not resuming:  # refused before any engine starts: a new run never mixes into other files
+        run_dir.check_new()
     prepared = prepare(spec, task_defaults=not resuming)
     if resuming:
-        stored = (run_dir.read_config().get("identity") or {}).get("params")
+        identity = run_dir.read_config().get("identity")
+        stored = identity.get("params") if isinstance(identity, dict) else None  # not a dict: check_resume says so
         if isinstance(stored, dict):  # the parameters the run was made with (task defaults of that day included)
             prepared = prepare(replace(spec, params={**stored, **spec.params}), task_defaults=False)
         check_resume(run_dir, prepared)
@@ -322,11 +328,14 @@ def report(
     """The leaderboard and charts of run directories (or folders holding them) as HTML or Markdown, with the
     paired comparisons (compare.json) found under them; written to `out` when given (`format` from its suffix
     unless given: .html, else Markdown). Returns the text."""
+    from ttscale.outputs import check_output
     from ttscale.reporting import find_comparisons, load_runs, render_html, render_markdown
 
     kind = format or ("html" if out is not None and Path(out).suffix.lower() in (".html", ".htm") else "md")
     if kind not in ("md", "html"):
         raise ValueError(f"format must be md or html, got {kind!r}")
+    if out is not None:  # never over a run's files or the inputs (OutputError, a ValueError)
+        check_output(out, inputs=[runs] if isinstance(runs, str | Path) else runs, flag="out")
     problems = load_runs(runs)
     comparisons = find_comparisons(runs)
     text = (render_html if kind == "html" else render_markdown)(problems, title=title, comparisons=comparisons)
@@ -343,11 +352,12 @@ def _stamp() -> str:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """A run directory's records (results.jsonl, one dict per problem; a torn last line is left out, as
-    `--resume` leaves it)."""
-    from ttscale.storage import RunDir
+    """A run directory's records (results.jsonl, one dict per finished problem), read as every other reader reads
+    it (`ttscale.runs.read_run`): a torn last line, records of problems outside the run's task and attempts a server
+    fault left unfinished are left out, each with a warning; an empty run gives []."""
+    from ttscale.runs import read_run
 
-    return RunDir(path).records()
+    return read_run(path, finished=False).records
 
 
 __all__ = ["Engine", "Run", "Sweep", "engine_config", "fit", "read_records", "report", "run", "sweep"]

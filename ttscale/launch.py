@@ -3,8 +3,8 @@
 Order matters and is kept here once: lock the run directory; write config.json before the engine starts (a run
 killed while its engine starts can be resumed); start the engine (or use a shared one, or Ray workers) with its
 start-up chatter in the run's engine.log; run the unfinished problems; shut down what was started. A new run that
-finished nothing is removed, so the same `out` works again; when the engine itself failed, its log (the only place
-vLLM states the cause) is kept and named in an `EngineStartError`.
+finished nothing removes what it created (never a file it found), so the same `out` works again; when the engine
+itself failed, its log (the only place vLLM states the cause) is kept and named in an `EngineStartError`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ttscale.engine.base import EngineFatalError, environ_defaults
 from ttscale.logs import Terminal, capture_output
 from ttscale.run_config import record_engine, write_config
+from ttscale.signals import Interrupted, NoteStops
 from ttscale.storage import ENGINE_LOG, RunDir
 
 if TYPE_CHECKING:
@@ -50,18 +51,28 @@ async def launch(
     """
     created = not run_dir.path.exists()
     with run_dir.open_for_writing():
-        if not resuming:
-            write_config(run_dir, prepared, argv=argv)
         log_path = run_dir.path / ENGINE_LOG if log and engine is None else None
+        stops = NoteStops()
         try:
-            with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log_path) as terminal:
+            if not resuming:  # in the clean-up: a config cut off (a full disk) leaves no half-made run behind
+                write_config(run_dir, prepared, argv=argv)
+            if log_path is not None and not log_path.exists():
+                run_dir.claim(ENGINE_LOG)
+            with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log_path) as terminal, stops:
                 return await _serve(prepared, run_dir, engine=engine, distributed=distributed, progress=progress,
                                     terminal=terminal)
         except BaseException as exc:
+            # A failure once a stop signal arrived is that stop: Ctrl-C (or a scheduler's signal to the whole
+            # job) also ends vLLM's engine process, and a start then fails with "engine core initialization failed".
+            stopped = stops.name is not None and not isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
             if resuming or run_dir.records():
+                if stopped:
+                    raise Interrupted(str(stops.name)) from None
                 raise
-            kept = _keep_engine_log(run_dir) if _engine_failure(exc) else None
+            kept = _keep_engine_log(run_dir) if _engine_failure(exc) and stops.name is None else None
             run_dir.discard(remove_dir=created)
+            if stopped:
+                raise Interrupted(str(stops.name)) from None
             if kept is None:
                 raise
             raise EngineStartError(f"{' '.join(str(exc).split())[:400]} (the engine's log: {kept})") from exc

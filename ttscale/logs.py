@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,8 @@ def capture_output(log_path: Path | None) -> Iterator[Terminal]:
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)  # first: nothing to undo if it fails
+    # First: nothing to undo if it fails. 0o666: the umask gives a run's files one mode, as results.jsonl has.
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
     saved_out, saved_err = os.dup(1), os.dup(2)
     # Line-buffered, not closing the saved descriptors: they are restored below.
     terminal = Terminal(
@@ -73,6 +75,24 @@ def capture_output(log_path: Path | None) -> Iterator[Terminal]:
             os.close(fd)
 
 
+@contextlib.contextmanager
+def held_output() -> Iterator[None]:
+    """Hold what this process prints meanwhile: dropped when the block succeeds, shown on stderr when it fails.
+
+    For an import that prints on its way (vLLM's "Triton is installed, but ..."), where ttscale's answer is
+    one line: the chatter says nothing then, and is all there is to go on when the import itself fails.
+    """
+    with tempfile.TemporaryDirectory(prefix="ttscale-") as folder:
+        held = Path(folder) / "output.log"
+        try:
+            with capture_output(held):
+                yield
+        except BaseException:
+            with contextlib.suppress(OSError):
+                sys.stderr.write(held.read_text(encoding="utf-8", errors="replace"))
+            raise
+
+
 class _Forward:
     """A text stream that writes wherever `target` points now."""
 
@@ -96,4 +116,4 @@ def _writes_to(stream: IO[str], fd: int) -> bool:
         return False
 
 
-__all__ = ["Terminal", "capture_output"]
+__all__ = ["Terminal", "capture_output", "held_output"]

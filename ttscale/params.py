@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import numbers
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -42,6 +43,10 @@ def params_class(fn: Callable[..., Any]) -> type[Any]:
 def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
     """Build `cls` from strings (or already-typed values); unknown names and bad values raise ValueError.
 
+    A typed value (from Python: `ttscale.run(params=...)`, a policy file) is held to the rules a string is read
+    by: a bool is not a number, a float with a fraction is not an int, a number is not a string, and no number
+    is NaN or infinite; an int is taken where a float goes.
+
     A class may name other spellings of its fields in `ALIASES` (`{"width": "n"}`: the ETS paper's "width 16"
     is REBASE's and ETS's N); giving a field under both names is refused.
     """
@@ -51,7 +56,8 @@ def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
     for name, value in field_names(cls, raw).items():
         if name not in fields:
             raise ValueError(f"unknown parameter {name!r}; allowed: {', '.join(sorted(fields)) or 'none'}")
-        values[name] = _convert(name, value, hints[name]) if isinstance(value, str) else value
+        read = _convert if isinstance(value, str) else _check
+        values[name] = read(name, value, hints[name])
     try:
         return cls(**values)
     except TypeError as exc:  # e.g. a wrong type passed from Python
@@ -133,6 +139,50 @@ def _convert(name: str, text: str, annotation: Any) -> Any:
             continue
     allowed = " or ".join(getattr(o, "__name__", str(o)) for o in options)
     raise ValueError(f"parameter {name} must be {allowed}, got {text!r}")
+
+
+def _check(name: str, value: Any, annotation: Any) -> Any:
+    """`value` given as itself (not as a string) for a field of type `annotation`: the value, an int as a float
+    where a float goes; ValueError naming the parameter, the value and the allowed types otherwise."""
+    options = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    for option in options:
+        checked = _check_one(value, option)
+        if checked is not _REFUSED:
+            return checked
+    allowed = " or ".join(_type_name(o) for o in options)
+    raise ValueError(f"parameter {name} must be {allowed}, got {value!r} ({type(value).__name__})")
+
+
+_REFUSED = object()
+
+
+def _check_one(value: Any, kind: Any) -> Any:
+    if kind is type(None):
+        return value if value is None else _REFUSED
+    if kind is bool:
+        return value if isinstance(value, bool) else _REFUSED
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if kind is int:
+        if isinstance(value, numbers.Integral) and number:
+            return int(value)
+        # 4.0 is the whole number 4 (a JSON writer's float); 4.5 and NaN are no int
+        return int(value) if number and math.isfinite(value) and float(value).is_integer() else _REFUSED
+    if kind is float:
+        return float(value) if number and math.isfinite(value) else _REFUSED
+    if kind is str:
+        return _REFUSED  # strings are read by `_convert`
+    if typing.get_origin(kind) is typing.Literal:
+        # `==` alone would take True for 1: the value's type must match too
+        return value if any(type(value) is type(a) and value == a for a in typing.get_args(kind)) else _REFUSED
+    return value  # a type this module does not read from strings either (a list, a class): the dataclass checks
+
+
+def _type_name(kind: Any) -> str:
+    if kind is float:
+        return "a finite float"
+    if typing.get_origin(kind) is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(kind)))
+    return getattr(kind, "__name__", str(kind))
 
 
 def _convert_one(text: str, kind: Any) -> Any:

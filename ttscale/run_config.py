@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+import numbers
 import platform
-import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ttscale.storage import CONFIG, RunDir
 
@@ -27,7 +27,7 @@ def write_config(
     from ttscale import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
-    if prepared.spec.server is not None:  # never a user:password from the URL
+    if prepared.spec.server is not None:  # never a user:password or a credential-like query value from the URL
         spec["server"]["base_url"] = prepared.spec.server.public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
     run_dir.write_json(
@@ -41,7 +41,7 @@ def write_config(
                 "platform": platform.platform(),
                 "engine": info,
             },
-            "command": _redact_argv(argv if argv is not None else sys.argv),
+            "command": redact_argv(argv if argv is not None else sys.argv),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         },
     )
@@ -54,9 +54,43 @@ def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
     run_dir.write_json(CONFIG, config)
 
 
-def _redact_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with any user:password in a URL masked."""
-    return [re.sub(r"(?<=://)[^/@\s]*@", "***@", str(arg)) for arg in argv]
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """The command line with any user:password in a URL and any credential-like query value (`?api_key=`,
+    `token`, `sig`, ...) masked as `***`."""
+    from ttscale.engine.openai_config import redact_url
+
+    return [redact_url(str(arg)) for arg in argv]
+
+
+def check_spec_types(spec: RunSpec) -> None:
+    """Each field of the type it is declared with, before anything reads it: a spec comes from Python callers and
+    from a stored config.json (`--resume`), so `params` may arrive as a string or `task` as a number. Mappings are
+    copied, so a caller editing its dict later does not edit the spec."""
+    def refuse(name: str, what: str) -> NoReturn:
+        value = getattr(spec, name)
+        raise ValueError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
+
+    for name, what in (("strategy", "a strategy name"), ("budget", "a budget such as '8k' or '1e15 flop'"),
+                       ("task", "a task spec such as 'arithmetic' or 'jsonl:PATH'"), ("hardware", "a hardware name")):
+        if not isinstance(getattr(spec, name), str):
+            refuse(name, f"a string ({what})")
+    if spec.total_budget is not None and not isinstance(spec.total_budget, str):
+        refuse("total_budget", "None or a string (a budget such as '200k')")
+    for name in ("params", "task_options"):
+        if not isinstance(getattr(spec, name), Mapping):
+            refuse(name, "a dict of names to values")
+        object.__setattr__(spec, name, dict(getattr(spec, name)))
+    for name, allow_none in (("limit", True), ("seed", False), ("concurrency", False)):
+        value = getattr(spec, name)
+        if value is None and allow_none:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            refuse(name, "a whole number" + (" or None" if allow_none else ""))
+        object.__setattr__(spec, name, int(value))
+    from ttscale.engine.base import EngineConfig
+
+    if not isinstance(spec.engine, EngineConfig):
+        refuse("engine", "an EngineConfig")
 
 
 def default_out(spec: RunSpec) -> Path:

@@ -18,17 +18,17 @@ from typing import IO, Any
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
 from ttscale.engine.base import Engine, EngineConfig, context_length, is_fatal
-from ttscale.engine.openai import OpenAIConfig
+from ttscale.engine.openai import OpenAIConfig, is_transient
 from ttscale.messages import one_line
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
 from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
-from ttscale.run_config import default_out, record_engine, write_config  # noqa: F401 - the runner's names too
+from ttscale.run_config import check_spec_types, default_out, record_engine, write_config  # noqa: F401 - the runner's names too
 from ttscale.runs import grade_samples
 from ttscale.schema import Answer, Problem, RunRecord
-from ttscale.storage import SUMMARY, GroupCommit, RunDir, RunDirError
+from ttscale.storage import CONFIG, SUMMARY, GroupCommit, RunDir, RunDirError
 from ttscale.strategies import STRATEGIES
 from ttscale.summary import summarize
 
@@ -69,6 +69,7 @@ class RunSpec:
     the sum of their spend never passes it (`budget` still caps each problem). In-process runs only."""
 
     def __post_init__(self) -> None:
+        check_spec_types(self)
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be ≥ 1, got {self.limit}")
         if self.concurrency < 1:
@@ -204,11 +205,14 @@ def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
 def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
     """Refuse to resume a run whose stored identity differs from the one asked for."""
     stored = _as_today(run_dir.read_config().get("identity"))
+    if not isinstance(stored, dict):  # edited by hand, or not written by ttscale: nothing to compare with
+        raise RunDirError(f"cannot resume {str(run_dir.path)!r}: {run_dir.path / CONFIG} has no identity "
+                          f"object (got {type(stored).__name__}); it was edited or not written by ttscale")
     current = json.loads(json.dumps(prepared.identity(), default=str))
     if stored != current:
-        diffs = [k for k in sorted(set(current) | set(stored or {})) if (stored or {}).get(k) != current.get(k)]
+        diffs = [k for k in sorted(set(current) | set(stored)) if stored.get(k) != current.get(k)]
         detail = "; ".join(
-            f"{k}: stored {json.dumps((stored or {}).get(k))} vs now {json.dumps(current.get(k))}" for k in diffs
+            f"{k}: stored {json.dumps(stored.get(k))} vs now {json.dumps(current.get(k))}" for k in diffs
         )
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: the run differs in {detail}")
 
@@ -266,11 +270,12 @@ async def run_problems(
     finished = run_dir.finished_ids()
     todo = [p for p in prepared.problems if p.id not in finished]
     if prepared.total is not None:
-        # One pool for the problems this call runs; a resumed run's finished problems keep their spend counted.
+        # One pool for the problems this call runs; a resumed run's finished problems keep their spend counted,
+        # and so do attempts a server fault cut short: their tokens were generated, and the total is never passed.
         wanted = {p.id for p in prepared.problems}
         prepared.pool = Ledger(prepared.total, meter=prepared.meters.budget)
         prepared.pool.spent = sum(float((r.get("ledger") or {}).get("spent", 0.0))
-                                  for r in run_dir.records() if r.get("id") in wanted)
+                                  for r in run_dir.records() + run_dir.unfinished_attempts() if r.get("id") in wanted)
         prepared.pool.extra["problems"] = len(todo)  # what an allocator (strategy adaptive) plans for
     semaphore = asyncio.Semaphore(concurrency)
     tracker = Progress(
@@ -287,12 +292,15 @@ async def run_problems(
 
     warned = False
     commit = GroupCommit(run_dir)
+    faults: dict[str, str] = {}  # the problems a passing server fault left unfinished, and what it was
 
     async def one(problem: Problem) -> None:
         nonlocal warned
         async with semaphore:
             record = await solver(problem)
         await commit.append(record)  # durable before the problem counts as done
+        if record.get("unfinished"):
+            faults[problem.id] = str(record.get("error"))
         cut = int((record.get("ledger") or {}).get("cut_samples", 0))
         if cut and not warned and progress_file is not None:  # once per CLI run (the terminal); summary counts all
             warned = True
@@ -316,7 +324,10 @@ async def run_problems(
         tracker.close()
     wanted = {p.id for p in prepared.problems}
     records = [r for r in run_dir.records() if r.get("id") in wanted]
-    summary = summarize(records, budget=prepared.budget, wall_seconds=time.perf_counter() - started)
+    done = {str(r.get("id")) for r in records}
+    unfinished = {p.id: faults.get(p.id, "not run") for p in prepared.problems if p.id not in done}
+    summary = summarize(records, budget=prepared.budget, wall_seconds=time.perf_counter() - started,
+                        unfinished=unfinished)
     summary.update(
         strategy=prepared.strategy_name,
         task=spec.task,
@@ -324,7 +335,9 @@ async def run_problems(
         resumed=len(todo) < len(prepared.problems),
     )
     if prepared.total is not None:
-        summary.update(total_budget=str(prepared.total), total_spent=sum(float(r["ledger"]["spent"]) for r in records))
+        attempts = [r for r in run_dir.unfinished_attempts() if r.get("id") in wanted]
+        summary.update(total_budget=str(prepared.total),
+                       total_spent=sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in records + attempts))
     run_dir.write_json(SUMMARY, summary)
     return summary
 
@@ -335,12 +348,15 @@ async def solve(
     """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run.
 
     An engine that is gone (`is_fatal`) stops the run instead: recorded, the problem would count as finished.
+    A passing server fault that outlived its retries (`is_transient`) is recorded as `unfinished`: `--resume`
+    runs the problem again.
     """
     ledger = prepared.ledger()
     seeded = ProblemEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id, progress=progress)
     ctx = Context(problem=problem, task=prepared.task, engine=seeded, ledger=ledger)
     started = time.perf_counter()
     error = None
+    unfinished = False
     try:
         _check_fits(problem, engine)
         answer: Answer = await prepared.strategy(problem, ctx, prepared.params)
@@ -348,6 +364,7 @@ async def solve(
         if is_fatal(exc):
             raise
         answer, error = Answer(prediction=None), f"{type(exc).__name__}: {one_line(exc)}"
+        unfinished = is_transient(exc)
     try:
         # Grading may meet hostile model output; keep it off the event loop so the engine keeps streaming.
         correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
@@ -369,6 +386,7 @@ async def solve(
         level=problem.level,
         info=answer.info,
         error=error,
+        unfinished=unfinished,
     )
 
 

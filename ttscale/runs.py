@@ -2,9 +2,12 @@
 
 A run directory holds config.json (what ran: `identity` — strategy, params, task, budget, seed, engine — and
 the environment), results.jsonl (one record per finished problem) and summary.json. Reading it:
-- a torn last line (a run killed mid-write, or one still writing) is left out, as `--resume` leaves it;
-  a bad line with more after it is an error naming the line;
+- a torn last line (a run killed mid-write, or one still writing) is left out, as `--resume` leaves it, and
+  said so (a `TornTailWarning` naming the file: one line on stderr from the CLI); a last record whole but for its
+  newline is a record; a bad line with more after it is an error naming the line;
 - errored problems (the strategy raised) are kept and counted: they are wrong answers, as in summary.json;
+- records of problems not in the run's task are left out with a warning, as summary.json leaves them out, and a
+  record with a field of the wrong type is refused in one line (see `ttscale.records`);
 - each sample's correctness is the task grader's verdict the run stored; a run written before samples were
   graded is graded here with its own task's grader (exact match when that task cannot load on this machine);
 - the model label comes from config.json's `identity.engine.model`.
@@ -13,12 +16,14 @@ the environment), results.jsonl (one record per finished problem) and summary.js
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from ttscale.records import record_problem, task_problem_ids
 from ttscale.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
 
 Grade = Callable[[Any, str], bool]
@@ -26,6 +31,18 @@ Grade = Callable[[Any, str], bool]
 
 class RunLoadError(ValueError):
     """A path that is not a readable run directory (one line, for the CLI)."""
+
+
+class ForeignRecordsWarning(UserWarning):
+    """A run's results.jsonl holds records of problems that are not in its task: they were left out."""
+
+
+class UnfinishedWarning(UserWarning):
+    """A run's results.jsonl holds attempts a passing server fault cut short, with no finished record: left out."""
+
+
+class TornTailWarning(UserWarning):
+    """A run's results.jsonl ends in a torn line (a run cut off mid-write, or still writing): it was left out."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,9 @@ class RunData:
     """Every finished problem, first record per id, errored ones included."""
     torn_tail: bool = False
     """Whether results.jsonl ends in a torn line (left out)."""
+    foreign: int = 0
+    """Records of problems not among the run's own (its task's first `limit`), left out as summary.json leaves
+    them (0 when the task cannot be loaded here without the network: see `ttscale.records`)."""
     _grade: Grade | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -59,8 +79,8 @@ class RunData:
     @property
     def model(self) -> str:
         """The model that ran (a local folder by its last part), from config.json; '?' when it does not say."""
-        engine = self.identity.get("engine") or {}
-        engine_env = (self.config.get("environment") or {}).get("engine") or {}
+        engine = _object(self.identity.get("engine"))
+        engine_env = _object(_object(self.config.get("environment")).get("engine"))
         model = str(engine.get("model") or engine_env.get("model_path") or "?")
         return Path(model).name if model.startswith(("/", "~", ".")) else model
 
@@ -91,14 +111,45 @@ def read_run(path: str | Path, *, label: str | None = None, finished: bool = Tru
     try:
         records = run_dir.records()
         torn = run_dir.torn_tail()
+        finished_ids = {str(r.get("id")) for r in records}
+        unfinished = {str(r.get("id")) for r in run_dir.unfinished_attempts()} - finished_ids
     except RunDirError as exc:
         raise RunLoadError(str(exc)) from None
     except OSError as exc:
         raise RunLoadError(f"cannot read {folder / RESULTS}: {exc.strerror}") from None
+    if torn:  # fit, report, compare and load_runs all read through here: each says what it left out
+        warnings.warn(f"{folder / RESULTS}: its torn last line was left out (a run cut off mid-write, or still "
+                      "writing)", TornTailWarning, stacklevel=2)
+    if unfinished:  # server faults outlived their retries: not answers, and `--resume` runs them again
+        warnings.warn(f"{folder / RESULTS}: {len(unfinished)} problem{'s' if len(unfinished) > 1 else ''} a server "
+                      f"fault left unfinished left out (ttscale run --resume {folder} runs them again)",
+                      UnfinishedWarning, stacklevel=2)
+    config = _read_json(folder / CONFIG)
+    records, foreign = _belonging(records, config, where=folder / RESULTS)
     if finished and not records:
         raise RunLoadError(f"{str(folder)!r} holds no finished problem yet ({RESULTS} is empty)")
-    return RunData(path=folder, label=label or folder.name, config=_read_json(folder / CONFIG),
-                   summary=_read_json(folder / SUMMARY), records=records, torn_tail=torn)
+    return RunData(path=folder, label=label or folder.name, config=config,
+                   summary=_read_json(folder / SUMMARY), records=records, torn_tail=torn, foreign=foreign)
+
+
+def _belonging(records: list[dict[str, Any]], config: dict[str, Any], *,
+               where: Path) -> tuple[list[dict[str, Any]], int]:
+    """The records of the run's own problems, each checked (`ttscale.records`), and how many were left out."""
+    for record in records:
+        problem = record_problem(record)
+        if problem is not None:
+            raise RunLoadError(f"{where}: the record of problem {record.get('id')!r}: {problem} (fix or delete "
+                               "that line)")
+    identity = config.get("identity")
+    wanted = task_problem_ids(identity) if isinstance(identity, dict) else None
+    if wanted is None:
+        return records, 0
+    kept = [r for r in records if str(r["id"]) in wanted]
+    foreign = len(records) - len(kept)
+    if foreign:  # as summary.json counts the run: only the problems it asked
+        warnings.warn(f"{where}: {foreign} record{'s' if foreign > 1 else ''} of problems not in the run's task "
+                      "left out (as summary.json leaves them out)", ForeignRecordsWarning, stacklevel=3)
+    return kept, foreign
 
 
 def find_runs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
@@ -167,6 +218,11 @@ def _labels(folders: list[Path]) -> dict[Path, str]:
             label += "'"
         out[folder] = label
     return out
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else {} (a field edited into another type reads as absent)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -153,8 +153,14 @@ class RunRecord:
     info: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     """Set when the strategy raised: the run goes on and the problem counts as wrong."""
+    unfinished: bool = False
+    """A passing fault of the server (`error` says which) stopped the problem: the line is kept, but the problem
+    is not finished (readers leave it out, `--resume` runs it again). Written only when True."""
 
     def to_json(self) -> dict[str, Any]:
         """The line as a dict. Its fields are already JSON values, so no `dataclasses.asdict`: that walks and
         deep-copies every sample and was the largest cost per problem of a best-of-N run at GPU rates."""
-        return dict(vars(self))
+        line = dict(vars(self))
+        if not self.unfinished:  # finished lines stay as they always were
+            del line["unfinished"]
+        return line

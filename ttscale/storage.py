@@ -1,10 +1,16 @@
 """A run directory: config.json, results.jsonl (one flushed line per finished problem), summary.json.
 
 Crash safety: each result line is written whole, flushed and fsynced before the next problem
-is reported done, so a `kill -9` loses at most the line being written. A torn last line is
-cut off on resume; a bad line anywhere else is someone else's edit and is refused, never cut.
+is reported done, so a `kill -9` loses at most the line being written. A torn last line (one
+that does not parse) is cut off on resume; a whole record whose newline was never written is a
+record, and gets its newline; a bad line anywhere else is someone else's edit and is refused, never cut.
 A lock file refuses a second process writing the same directory. A write that fails (disk
 full, permissions) is rolled back to the last whole line and raised as a one-line `StorageError`.
+
+A directory is a run when it holds config.json (written first). A new run starts only in a directory
+that is absent, empty, or holds what a start cut off before its config left (the lock, an empty
+results file), and a failed start removes only what it created. Run files are regular files, opened
+so that no open can block (a FIFO would hang it), with the mode the user's umask gives.
 """
 
 from __future__ import annotations
@@ -15,12 +21,22 @@ import fcntl
 import functools
 import json
 import os
-import tempfile
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import jsonlines
+
+from ttscale.runfiles import (
+    RunDirError,
+    StorageError,
+    check_regular,
+    irregular,
+    open_regular,
+    storage_error,
+    temporary_file,
+)
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -28,20 +44,7 @@ SUMMARY = "summary.json"
 ENGINE_LOG = "engine.log"
 """What the engine and its libraries printed (start-up, warnings); `ttscale run --verbose` shows it instead."""
 _LOCK = ".lock"
-
-
-class RunDirError(ValueError):
-    """A run directory that cannot be used as asked (held by another run, not a run, unreadable)."""
-
-
-class StorageError(OSError):
-    """Reading or writing a run file failed (disk full, permission denied, read-only file system)."""
-
-
-def storage_error(exc: OSError, path: Path, doing: str) -> StorageError:
-    """`exc` as one line that names the file and the reason."""
-    reason = exc.strerror or type(exc).__name__
-    return StorageError(exc.errno or 0, f"cannot {doing} {path}: {reason}")
+_RUN_FILES = (CONFIG, RESULTS, SUMMARY, ENGINE_LOG, _LOCK)
 
 
 class RunDir:
@@ -53,14 +56,26 @@ class RunDir:
         """Bytes of whole lines in results.jsonl: a failed append is cut back to it."""
         self._read = _ReadState()
         """What has been parsed of results.jsonl so far: later reads parse only what was appended since."""
+        self._tail: _ReadState | None = None
+        """A whole last record without its newline (not cached in `_read`: the newline may still come)."""
+        self._created: set[str] = set()
+        """The run files this object created: all that `discard` removes."""
+        self._made_dir = False
 
     # -- ownership ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def open_for_writing(self) -> Iterator[RunDir]:
         """Hold the directory's lock for the duration of a run; refuse if another process holds it."""
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._lock = open(self.path / _LOCK, "a+")  # noqa: SIM115 - held for the whole run, closed below
+            try:
+                self.path.mkdir(parents=True)
+                self._made_dir = True
+            except FileExistsError:
+                if not self.path.is_dir():
+                    raise
+            self._refuse_irregular()
+            fd = self._open(_LOCK, os.O_RDWR | os.O_CREAT)
+            self._lock = os.fdopen(fd, "a+")  # held for the whole run, closed below
         except OSError as exc:
             raise RunDirError(f"cannot write run directory {str(self.path)!r}: {exc.strerror}") from None
         try:
@@ -76,7 +91,8 @@ class RunDir:
         try:
             self._repair_results()
             try:
-                self._results = open(self.path / RESULTS, "ab")  # noqa: SIM115 - closed in finally
+                fd = self._open(RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                self._results = os.fdopen(fd, "ab")  # closed in finally
                 self._size = self._results.seek(0, os.SEEK_END)
             except OSError as exc:
                 raise storage_error(exc, self.path / RESULTS, "open") from None
@@ -90,25 +106,51 @@ class RunDir:
             self._lock.close()
 
     def discard(self, *, remove_dir: bool = False) -> None:
-        """Remove the files of a run that finished no problem (never one that did)."""
+        """Remove what this run created (with `remove_dir`, the directory too if this run made it), when it
+        finished no problem; a file it found there is never touched, whatever its name."""
         if self.records():
             raise RunDirError(f"{str(self.path)!r} holds finished problems; it is not discarded")
-        for name in (RESULTS, CONFIG, SUMMARY, ENGINE_LOG, _LOCK):
+        for name in sorted(self._created):
             with contextlib.suppress(OSError):
                 (self.path / name).unlink()
-        if remove_dir:
+        self._created.clear()
+        if remove_dir and self._made_dir:
             with contextlib.suppress(OSError):
                 self.path.rmdir()  # only when empty
 
+    def claim(self, name: str) -> None:
+        """Note that this run created `name` (a file another part wrote for it: the engine log), for `discard`."""
+        self._created.add(name)
+
     # -- files ----------------------------------------------------------------------------------
     def has_results(self) -> bool:
-        return (self.path / RESULTS).is_file() or (self.path / CONFIG).is_file()
+        """Whether the directory holds a run (its config.json): the one rule of `--resume` and `--out`."""
+        return os.path.lexists(self.path / CONFIG)
+
+    def check_new(self) -> None:
+        """Refuse to start a new run here unless the directory is absent, empty, or holds only what a start cut
+        off before its config.json left (the lock, an empty results file): never mix a run into other files."""
+        try:
+            entries = list(os.scandir(self.path))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise RunDirError(f"cannot use {str(self.path)!r} for a run: {exc.strerror}") from None
+        self._refuse_irregular()
+        others = sorted(e.name for e in entries if not _leftover(e))
+        if others:
+            more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+            raise RunDirError(f"{str(self.path)!r} is not empty and not a ttscale run (it holds {others[0]!r}{more}, "
+                              f"no {CONFIG}); a new run needs a new or empty directory")
 
     def read_config(self) -> dict[str, Any]:
         try:
-            data = json.loads((self.path / CONFIG).read_text(encoding="utf-8"))
+            with os.fdopen(open_regular(self.path / CONFIG, os.O_RDONLY)[0], "rb") as handle:
+                data = json.loads(handle.read().decode("utf-8"))
         except FileNotFoundError:
             raise RunDirError(f"{str(self.path)!r} is not a ttscale run: no {CONFIG}") from None
+        except RunDirError:
+            raise
         except (OSError, ValueError) as exc:
             raise RunDirError(f"cannot read {self.path / CONFIG}: {exc}") from None
         if not isinstance(data, dict):
@@ -120,12 +162,16 @@ class RunDir:
         text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
         tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.path)
+            fd, tmp = temporary_file(self.path, f".{name}.")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(_utf8(text, data, indent=2, sort_keys=True))
                 handle.flush()
                 os.fsync(handle.fileno())
+            new = not os.path.lexists(self.path / name)
             os.replace(tmp, self.path / name)
+            tmp = None
+            if new:
+                self._created.add(name)
         except OSError as exc:
             raise storage_error(exc, self.path / name, "write") from None
         finally:
@@ -161,9 +207,8 @@ class RunDir:
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored)."""
-        self._read_lines()
         # Copies: the parsed lines are kept for the next read, and a caller may edit what it gets.
-        return [dict(r) for r in self._read.first.values()]
+        return [dict(r) for r in self._first().values()]
 
     def torn_tail(self) -> bool:
         """Whether results.jsonl ends in a torn line (a write cut off, or still under way); `records` leaves it out."""
@@ -174,33 +219,56 @@ class RunDir:
             return False
 
     def finished_ids(self) -> set[str]:
+        return set(self._first())
+
+    def unfinished_attempts(self) -> list[dict[str, Any]]:
+        """Records of attempts a server fault left unfinished (`records` leaves them out; `--resume` reruns them)."""
         self._read_lines()
-        return set(self._read.first)
+        return [dict(r) for r in self._read.unfinished + (self._tail.unfinished if self._tail else [])]
 
     # -- internals ------------------------------------------------------------------------------
+    def _first(self) -> dict[str, dict[str, Any]]:
+        self._read_lines()
+        first, tail = self._read.first, self._tail
+        return {**first, **{k: v for k, v in tail.first.items() if k not in first}} if tail else first
+
+    def _open(self, name: str, flags: int) -> int:
+        fd, created = open_regular(self.path / name, flags)
+        if created:
+            self._created.add(name)
+        return fd
+
+    def _refuse_irregular(self) -> None:
+        for name in _RUN_FILES:
+            check_regular(self.path / name)
+
     def _read_lines(self) -> int:
-        """Parse the whole lines into `self._read`; returns the bytes they span (a bad last line is a torn write).
+        """Parse the whole lines into `self._read` (a last record without its newline into `self._tail`); returns
+        the bytes they span (a last line that does not parse is a torn write).
 
         Incremental: the lines parsed by an earlier call are kept, and only bytes appended since are
         read, so a resume (and every summary after it) parses each line of a long run once. A file
         that shrank or was replaced (another inode) is read again from the start.
         """
         path = self.path / RESULTS
+        self._tail = None
         try:
-            stat = path.stat()
+            info = path.stat()
         except FileNotFoundError:
             self._read = _ReadState()
             return 0
         except OSError as exc:
             raise storage_error(exc, path, "read") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise RunDirError(irregular(path, info.st_mode))
         state = self._read
-        if (stat.st_dev, stat.st_ino) != state.file or stat.st_size < state.good:
-            state = self._read = _ReadState(file=(stat.st_dev, stat.st_ino))
-        if stat.st_size == state.good:
+        if (info.st_dev, info.st_ino) != state.file or info.st_size < state.good:
+            state = self._read = _ReadState(file=(info.st_dev, info.st_ino))
+        if info.st_size == state.good:
             return state.good
         bad_line = 0
         try:
-            with open(path, "rb") as handle:
+            with os.fdopen(open_regular(path, os.O_RDONLY)[0], "rb") as handle:
                 handle.seek(state.good)
                 for number, raw in enumerate(handle, start=state.lines + 1):
                     if bad_line:  # a bad line with more after it: not a torn write
@@ -212,10 +280,14 @@ class RunDir:
                     if record is None:
                         bad_line = number
                         continue
-                    state.add(record, len(raw))
+                    if raw.endswith(b"\n"):
+                        state.add(record, len(raw))
+                    else:  # the last line, whole but for its newline
+                        self._tail = _ReadState()
+                        self._tail.add(record, len(raw))
         except OSError as exc:
             raise storage_error(exc, path, "read") from None
-        return state.good
+        return state.good + (self._tail.good if self._tail else 0)
 
     def _repair_results(self) -> None:
         path = self.path / RESULTS
@@ -223,11 +295,29 @@ class RunDir:
             return
         good = self._read_lines()
         try:
-            if good < path.stat().st_size:
-                with open(path, "r+b") as handle:
-                    handle.truncate(good)
+            if good < path.stat().st_size or self._tail:
+                with os.fdopen(open_regular(path, os.O_RDWR)[0], "r+b") as handle:
+                    handle.truncate(good)  # a torn line cut off
+                    if self._tail:  # a whole record kept: it gets the newline its write did not finish
+                        handle.seek(good)
+                        handle.write(b"\n")
+                        handle.flush()
+                        os.fsync(handle.fileno())
         except OSError as exc:
             raise storage_error(exc, path, "repair") from None
+        if self._tail:
+            self._read_lines()
+
+
+def _leftover(entry: os.DirEntry[str]) -> bool:
+    """What a start cut off before its config.json was written leaves: the lock, an empty results file, the
+    config's temporary file."""
+    if entry.name == _LOCK or entry.name.startswith(f".{CONFIG}."):
+        return True
+    try:
+        return entry.name == RESULTS and entry.is_file() and entry.stat().st_size == 0
+    except OSError:
+        return False
 
 
 class _ReadState:
@@ -241,17 +331,21 @@ class _ReadState:
         self.good = 0
         """Bytes of whole lines parsed."""
         self.lines = 0
+        self.unfinished: list[dict[str, Any]] = []
+        """Attempts a passing server fault cut short (what they spent still counts against a total budget)."""
 
     def add(self, record: dict[str, Any], size: int) -> None:
-        self.first.setdefault(str(record.get("id")), record)
+        if record.get("unfinished") is True:  # a server fault's line: not finished, so a later record counts
+            self.unfinished.append(record)
+        else:
+            self.first.setdefault(str(record.get("id")), record)
         self.good += size
         self.lines += 1
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
-    """A whole record line, or None (torn: no newline, not JSON, not an object)."""
-    if not raw.endswith(b"\n"):
-        return None  # the process died inside this write
+    """A whole record line, or None (torn: not JSON, not an object). A last line without its newline that parses
+    is whole: a record is one JSON object, so no prefix of its text parses (the write died before the newline)."""
     try:
         record: dict[str, Any] = jsonlines.Reader((raw,)).read(type=dict)
     except (jsonlines.InvalidLineError, RecursionError):
@@ -314,3 +408,8 @@ def _utf8(text: str, data: Any, **dump: Any) -> bytes:
     except UnicodeEncodeError:
         newline = "\n" if text.endswith("\n") else ""
         return (json.dumps(data, ensure_ascii=True, default=str, **dump) + newline).encode("ascii")
+
+
+# The errors live with the file opening (ttscale.runfiles) and are this module's too, as they always were.
+__all__ = ["CONFIG", "ENGINE_LOG", "RESULTS", "SUMMARY", "GroupCommit", "RunDir", "RunDirError", "StorageError",
+           "storage_error"]

@@ -239,6 +239,7 @@ def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None
     """Start a new sweep directory; refuses one that already holds a sweep."""
     from ttscale import __version__
     from ttscale.routing.holdout import holdout_cells
+    from ttscale.run_config import redact_argv
 
     path = Path(root)
     if (path / SWEEP).exists():
@@ -247,7 +248,7 @@ def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None
         prepare_cell(spec, cell, root)
     path.mkdir(parents=True, exist_ok=True)
     RunDir(path).write_json(SWEEP, {"spec": spec.to_dict(), "cells": [c.id for c in spec.cells()],
-                                    "ttscale_version": __version__, "command": command or sys.argv,
+                                    "ttscale_version": __version__, "command": redact_argv(command or sys.argv),
                                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
 
 
@@ -328,6 +329,8 @@ def _source(cells: list[Cell], cell: Cell) -> Cell:
 async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: Engine, *, progress: bool) -> None:
     if run_dir.has_results():
         check_resume(run_dir, prepared)
+    else:
+        run_dir.check_new()
     with run_dir.open_for_writing():
         if not (run_dir.path / CONFIG).is_file():
             write_config(run_dir, prepared, engine.describe())

@@ -391,3 +391,13 @@ def test_the_cli_runs_resumes_and_refuses_through_the_api(tmp_path: Path, monkey
     server = started[-1]
     assert len(started) == 3 and (server.model, server.chat_template_kwargs) == ("served", {"enable_thinking": False})
     assert json.loads((tmp_path / "o" / "sweep.json").read_text())["spec"]["backend"] == "openai"
+
+
+def test_a_sweeps_stored_command_masks_credentials(tmp_path: Path) -> None:
+    spec = SweepSpec(grid=(GridEntry.parse("self_consistency max_tokens=40"),), budgets=("80",),
+                     task="arithmetic:1-3", limit=2, engine=engine_config(tmp_path))
+    url = "http://user:pw@127.0.0.1:9/v1?api_key=SEKRET-77"
+    create_sweep(spec, tmp_path / "sweep", command=["ttscale", "sweep", "--base-url", url])
+    text = (tmp_path / "sweep" / "sweep.json").read_text()
+    assert "SEKRET-77" not in text and ":pw@" not in text
+    assert json.loads(text)["command"][-1] == "http://***@127.0.0.1:9/v1?api_key=***"

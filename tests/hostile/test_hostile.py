@@ -225,7 +225,10 @@ def output_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--max-retries", "0", "--no-progress", "--json",
         ]  # fmt: skip
         code, stderr, seconds = _run_cli(argv, seconds=300)
-    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
+    # Answers that are no answers (not JSON, no choices) leave their problems unfinished: exit 1, one line.
+    unfinished = sum(bool(c.get("unfinished")) for c in OUTPUT_CASES)
+    assert code == (1 if unfinished else 0) and "Traceback" not in stderr, stderr[-3000:]
+    assert not unfinished or f"ttscale: error: {unfinished} problems did not finish" in stderr, stderr[-3000:]
     raw = (folder / "run" / "results.jsonl").read_bytes()
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines()]  # the file stays valid UTF-8
     return {"records": {r["id"].removeprefix("jsonl-"): r for r in records}, "lines": len(records), "seconds": seconds}
@@ -239,6 +242,7 @@ def test_the_output_run_wrote_each_problem_once_in_bounded_time(output_run: dict
 @pytest.mark.parametrize("case", OUTPUT_CASES, ids=[c["id"] for c in OUTPUT_CASES])
 def test_output_case(case: dict[str, Any], output_run: dict[str, Any]) -> None:
     record = output_run["records"][case["id"]]
+    assert record.get("unfinished", False) is case.get("unfinished", False), record["error"]
     if case["error"] is None:
         assert record["error"] is None, record["error"]
         assert record["samples"], "the reply was kept for re-evaluation"

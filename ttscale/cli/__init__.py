@@ -10,8 +10,9 @@ import errno
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from ttscale.messages import one_line
 
@@ -69,6 +70,19 @@ def _version() -> str:
     return __version__
 
 
+def _one_line_warnings(show: Callable[..., None]) -> Callable[..., None]:
+    """ttscale's own warnings (a torn last line left out) as one line on stderr, as its errors are; the rest as
+    Python shows them."""
+
+    def shown(message: Any, category: type[Warning], *where: Any, **more: Any) -> None:
+        if category.__module__.startswith("ttscale."):
+            print(f"ttscale: warning: {one_line(message, limit=500)}", file=sys.stderr)
+        else:
+            show(message, category, *where, **more)
+
+    return shown
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from ttscale.budget import BudgetError
     from ttscale.engine.args import EngineArgError
@@ -77,7 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         args = build_parser().parse_args(argv)
-        code: int = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            code: int = args.func(args)
         return code
     except (UsageError, BudgetError, UnknownNameError, ModelError, EngineArgError) as exc:
         print(f"ttscale: error: {one_line(exc, limit=500)}", file=sys.stderr)

@@ -208,7 +208,8 @@ SERVER_FLAGS = {
     "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
     "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
     "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
-    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429 or 5xx (default 6)"),
+    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429, 5xx or a malformed 200 "
+                    "(default 6)"),
 }
 
 
@@ -216,7 +217,8 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
     """`--config`, `--backend` and the served model's flags, as `run` and `sweep` share them."""
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
     p.add_argument("--backend", choices=("vllm", "openai"), help="vllm (default) or openai: a served model")
-    p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (a "
+                   "query string is sent; run files show key/token/sig/password/secret values in it as ***)")
     for flag, (kind, text) in SERVER_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
 

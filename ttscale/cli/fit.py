@@ -89,6 +89,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either run directories or --points FILE.csv (one of the two)")
     if args.law == "genrm" and args.lam is None:
         raise UsageError("--law genrm needs --lambda (verification tokens per solution token, e.g. 1.0)")
+    if args.plot:
+        from ttscale.outputs import OutputError, check_output
+
+        try:  # checked before the fit: the plot is drawn last, and must never land on the data it plots
+            check_output(args.plot, inputs=[*args.runs, *([args.points] if args.points else [])], flag="--plot")
+        except OutputError as exc:
+            raise UsageError(f"fit: {exc}") from None
     try:
         fit = _fit(args)
         text = json.dumps(fit.to_dict()) if args.json else _report(fit)

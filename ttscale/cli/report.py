@@ -36,7 +36,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ttscale.outputs import OutputError, check_output
+
     fmt = args.format or _format_from(args.out)
+    if args.out:
+        try:  # before anything is read or written: a report never replaces what it reports on
+            check_output(args.out, inputs=args.runs, flag="--out")
+        except OutputError as exc:
+            raise UsageError(f"report: {exc}") from None
     try:
         import pandas  # noqa: F401 - only to turn a missing dependency into a usage message
     except ImportError:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
@@ -24,7 +25,7 @@ from ttscale.runner import (
     prepare,
 )
 from ttscale.signals import StopSignals
-from ttscale.storage import ENGINE_LOG, RunDir, StorageError
+from ttscale.storage import CONFIG, ENGINE_LOG, RunDir, StorageError
 
 #: Ray settings (DistributedConfig fields besides workers and address).
 _RAY_FLAGS = {
@@ -80,7 +81,7 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
     if args.resume:
         run_dir = RunDir(args.resume)
         stored = run_dir.read_config().get("spec") or {}
-        base = _spec_from_dict(stored)
+        base = _spec_from_dict(stored, where=run_dir.path / CONFIG)
     else:
         if not args.strategy:
             raise UsageError("run: --strategy is required (see `ttscale list`), or --resume DIR")
@@ -110,6 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"{str(run_dir.path)!r} already holds a run: continue it with --resume, or pick another --out"
             )
+        else:  # never a run mixed into someone's files (a failed start would then clean up among them)
+            run_dir.check_new()
     except (ValueError, UnknownNameError) as exc:
         raise UsageError(f"run: {exc}") from None
     except RecursionError:
@@ -118,8 +121,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = StopSignals()
     try:
         summary = asyncio.run(_run(prepared, run_dir, resuming=resuming, distributed=distributed, args=args, stop=stop))
-    except (KeyboardInterrupt, asyncio.CancelledError):
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
         # SIGINT or SIGTERM: the engine was shut down on the way out; end whatever it left behind.
+        stop.note(exc)
         stop.end_children()
         raise Stopped(f"stopped by {stop.name or 'SIGINT'}{_saved_hint(run_dir)}", code=stop.exit_code) from None
     except ValueError as exc:  # a run directory that cannot be used (held by another run, edited by hand)
@@ -131,7 +135,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(json.dumps(summary, indent=2) if args.json else format_table(summary))
     log = run_dir.path / ENGINE_LOG
     print(f"results: {run_dir.path}" + (f" (engine log: {log})" if log.is_file() else ""), file=sys.stderr)
-    return 0
+    return _unfinished_exit(summary, run_dir)
+
+
+#: Exit code of a run that ended with problems a passing server fault left unfinished (`--resume` retries them).
+EXIT_UNFINISHED = 1
+
+
+def _unfinished_exit(summary: dict[str, Any], run_dir: RunDir) -> int:
+    """0, or `EXIT_UNFINISHED` with one line on stderr when some problems did not finish."""
+    from ttscale.messages import one_line
+
+    count = int(summary.get("unfinished") or 0)
+    if not count:
+        return 0
+    example = (summary.get("unfinished_examples") or [{}])[0]
+    print(f"ttscale: error: {count} problem{'s' * (count > 1)} did not finish (e.g. {example.get('id')}: "
+          f"{one_line(example.get('error'), limit=300)}); retry them with: ttscale run --resume {run_dir.path}",
+          file=sys.stderr)
+    return EXIT_UNFINISHED
 
 
 async def _run(
@@ -219,7 +241,14 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
         raise UsageError(f"run: {exc}") from None
 
 
-def _spec_from_dict(data: dict[str, Any]) -> RunSpec:
+def _spec_from_dict(data: Any, *, where: Path) -> RunSpec:
+    """The RunSpec stored in config.json's `spec`; a one-line UsageError naming the file and the field otherwise."""
+    if not isinstance(data, dict):
+        raise UsageError(f"run: {where}: spec is not a JSON object (got {type(data).__name__}); the file was "
+                         "edited or not written by ttscale")
+    for name in ("engine", "server"):
+        if data.get(name) is not None and not isinstance(data[name], dict):
+            raise UsageError(f"run: {where}: spec.{name} is not a JSON object (got {type(data[name]).__name__})")
     known = {f.name for f in fields(RunSpec)}
     values = {k: v for k, v in data.items() if k in known}
     engine = values.pop("engine", None) or {}
@@ -231,7 +260,7 @@ def _spec_from_dict(data: dict[str, Any]) -> RunSpec:
             values["server"] = OpenAIConfig(**{k: v for k, v in server.items() if k in server_known})
         return RunSpec(**values, engine=EngineConfig(**{k: v for k, v in engine.items() if k in engine_known}))
     except (TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"run: the stored config cannot be read back: {exc}") from None
+        raise UsageError(f"run: {where}: spec cannot be read back: {exc}") from None
 
 
 def _positive_int(text: str) -> int:

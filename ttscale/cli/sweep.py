@@ -115,7 +115,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
+    from ttscale.outputs import OutputError, check_output
+
     verifier = None if args.probe_verifier.lower() == "none" else args.probe_verifier
+    if args.out:
+        try:  # the sweep's files are the policy's input: never written over
+            check_output(args.out, inputs=[args.sweep], flag="--out")
+        except OutputError as exc:
+            raise UsageError(f"policy: {exc}") from None
     try:
         options = LearnOptions(bins=args.bins, n_bins=args.n_bins, folds=args.folds, seed=args.seed)
         policy = learn_from_sweep(args.sweep, options=options, probe_n=args.probe_n, probe_verifier=verifier,

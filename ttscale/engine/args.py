@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import sys
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -27,7 +28,13 @@ class EngineArgError(ValueError):
 
 def engine_arg_fields() -> dict[str, Any]:
     """vLLM's engine arguments: name → the field's type (imports vLLM)."""
-    from vllm.engine.arg_utils import AsyncEngineArgs
+    if "vllm.engine.arg_utils" in sys.modules:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+    else:  # the first import prints (Triton, platform detection) before an answer that is one line
+        from ttscale.logs import held_output
+
+        with held_output():
+            from vllm.engine.arg_utils import AsyncEngineArgs
 
     return {f.name: f.type for f in dataclasses.fields(AsyncEngineArgs) if not f.name.startswith("_")}
 

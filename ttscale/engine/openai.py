@@ -4,8 +4,11 @@ Prompts go as token ids to `/v1/completions` (chat templates are applied here, w
 own tokenizer, so tree strategies keep exact token prefixes). Requests are async and bounded by
 a semaphore; 408/429/5xx answers, timeouts and dropped connections are retried with jittered
 exponential backoff (a server's Retry-After is honoured); other 4xx answers fail at once with the
-server's message. The API key is read from an environment variable and goes only into the
-Authorization header: never into `describe()`, run files, logs or error messages.
+server's message. A 200 that is no answer (not JSON, no or too few choices, a body past `_MAX_BODY`)
+is retried the same way: a proxy's passing fault looks like that. The API key is read from an
+environment variable and goes only into the Authorization header: never into `describe()`, run files,
+logs or error messages. A query string in the base URL is sent with every request; the values of its
+credential-like parameters (`key`, `token`, `sig`, `password`, `secret`, ...) are stored as `***`.
 """
 
 from __future__ import annotations
@@ -15,95 +18,55 @@ import json
 import math
 import os
 import random
-import re
 import urllib.parse
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
+from ttscale.engine.openai_config import MASK, OpenAIConfig, redact_url
 from ttscale.messages import one_line
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 _RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 _FATAL_STATUS = frozenset({401, 402, 403, 404})  # every later request would get the same answer
 _MAX_BODY = 64 * 1024 * 1024  # a completion body larger than this is not a completion
+_MAX_ERROR_BODY = 64 * 1024  # an error body is read for its message only
 _FINISH: dict[Any, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
+T = TypeVar("T")
 
 
 class RequestError(RuntimeError):
     """One request the server refused or answered with nonsense; recorded against its problem."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class OpenAIConfig:
-    """How to reach an OpenAI-compatible server. Validated at construction."""
+class MalformedAnswerError(RequestError):
+    """Every try was answered 200 with no usable answer (not JSON, no or too few choices, too large a body).
 
-    base_url: str
-    """The API root, e.g. `http://127.0.0.1:8000/v1` (a URL without a path gets `/v1`)."""
-    model: str
-    """The model name the server serves (`--served-model-name` of `vllm serve`)."""
-    tokenizer: str | None = None
-    """Where the model's tokenizer and chat template come from: `embedded`, a local folder or a hub id.
-    None = `model` (works when the served name is a hub id or a path)."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the API key (the key itself is never stored)."""
-    max_concurrency: int = 64
-    """Requests in flight to the server at once."""
-    request_timeout: float = 600.0
-    """Seconds one request may take before it is retried."""
-    max_retries: int = 6
-    """Retries of a request after a timeout, a dropped connection, 408/409/429 or 5xx."""
-    backoff_base: float = 0.5
-    """First retry delay in seconds; doubled each retry, with jitter."""
-    backoff_cap: float = 30.0
-    """Longest delay between two tries, in seconds (also caps a server's Retry-After)."""
-    max_model_len: int | None = None
-    """Longest prompt + generation; None = what the server reports (vLLM does), else unbounded."""
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Options of the chat template ttscale renders with the tokenizer, e.g. {"enable_thinking": False}."""
+    Transient, not the problem's fault: the runner records the problem as unfinished, and `--resume` runs it again.
+    """
 
-    def __post_init__(self) -> None:
-        url = urllib.parse.urlsplit(self.base_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"base_url must be an http:// or https:// URL with a host, got {self.base_url!r}")
-        try:
-            url.port  # noqa: B018 - raises on a port that is not a number in 0-65535
-        except ValueError:
-            raise ValueError(f"base_url has an invalid port: {self.base_url!r}") from None
-        if not self.model.strip():
-            raise ValueError("model must name the served model, got an empty string")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
-            raise ValueError(f"api_key_env must be an environment variable name, got {self.api_key_env!r}")
-        if not isinstance(self.max_concurrency, int) or self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be ≥ 1, got {self.max_concurrency!r}")
-        if not (math.isfinite(self.request_timeout) and self.request_timeout > 0):
-            raise ValueError(f"request_timeout must be > 0 seconds, got {self.request_timeout!r}")
-        if not isinstance(self.max_retries, int) or not 0 <= self.max_retries <= 100:
-            raise ValueError(f"max_retries must be in [0, 100], got {self.max_retries!r}")
-        if not (math.isfinite(self.backoff_base) and 0 <= self.backoff_base <= self.backoff_cap <= 3600):
-            raise ValueError(
-                "backoff must satisfy 0 ≤ backoff_base ≤ backoff_cap ≤ 3600, "
-                f"got {self.backoff_base} and {self.backoff_cap}"
-            )
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise ValueError(f"max_model_len must be ≥ 1, got {self.max_model_len}")
 
-    @property
-    def api_root(self) -> str:
-        url = self.base_url.rstrip("/")
-        return url if urllib.parse.urlsplit(url).path else url + "/v1"
+class _Garbled(Exception):
+    """A 200 that is no answer (one try): retried like a 5xx."""
 
-    def public_url(self) -> str:
-        """The URL without any user:password part, fit for run files and messages."""
-        url = urllib.parse.urlsplit(self.api_root)
-        host = url.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        if url.port is not None:
-            netloc += f":{url.port}"
-        return urllib.parse.urlunsplit((url.scheme, netloc, url.path, "", ""))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "base_url": self.public_url()}
+def is_transient(exc: BaseException) -> bool:
+    """Whether `exc` is, or came from, a `MalformedAnswerError` (raised from it, or in an exception group)."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, MalformedAnswerError):
+            return True
+        stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        inner = getattr(current, "exceptions", None)  # BaseExceptionGroup (Python 3.11+)
+        if isinstance(inner, tuple):
+            stack.extend(e for e in inner if isinstance(e, BaseException))
+    return False
 
 
 class OpenAIEngine(HFTokenizerMixin):
@@ -120,7 +83,7 @@ class OpenAIEngine(HFTokenizerMixin):
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._secret = os.environ.get(config.api_key_env) or None
         self.retries = 0
-        """Tries repeated so far (timeouts, dropped connections, 408/409/429/5xx)."""
+        """Tries repeated so far (timeouts, dropped connections, 408/409/429/5xx, 200s that were no answer)."""
 
     @classmethod
     async def start(cls, config: OpenAIConfig) -> OpenAIEngine:
@@ -128,6 +91,11 @@ class OpenAIEngine(HFTokenizerMixin):
 
         from ttscale.models import resolve_model
 
+        masked = config.masked_parameters()
+        if masked:  # a URL read back from a run's files: sending the mask would only earn a 401 later
+            raise EngineFatalError(
+                f"the base URL's {', '.join(masked)} was stored masked ({MASK}); give --base-url again with its value"
+            )
         tokenizer_path = resolve_model(config.tokenizer or config.model)
         from transformers import AutoTokenizer
 
@@ -174,11 +142,15 @@ class OpenAIEngine(HFTokenizerMixin):
             body["logprobs"] = params.logprobs
         if seed is not None:
             body["seed"] = seed
-        data = await self._post("/completions", body)
-        try:
-            return self._generation(data, prompt, params)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RequestError(f"{self.config.public_url()} sent a malformed completion: {one_line(exc)}") from None
+
+        def parse(data: Any) -> Generation:
+            choices = _choices(data, params.n)  # no answer at all: retried
+            try:
+                return self._generation(data, choices, prompt, params)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:  # an answer, but a wrong one: not retried
+                raise RequestError(f"{self.config.public_url()} sent a malformed completion: {one_line(exc)}") from None
+
+        return await self._request("POST", "/completions", body, parse)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -197,7 +169,10 @@ class OpenAIEngine(HFTokenizerMixin):
     # -- HTTP -----------------------------------------------------------------------------------
     async def _connect(self) -> None:
         """Find our model on the server (retried: a server may still be starting) and read its limits."""
-        listing = await self._request("GET", "/models", None)
+        try:
+            listing: Any = await self._request("GET", "/models", None)
+        except MalformedAnswerError as exc:  # no problem to leave unfinished yet: the run cannot start
+            raise EngineFatalError(f"{exc}; is it an OpenAI API?") from None
         entries = listing.get("data") if isinstance(listing, dict) else None
         if not isinstance(entries, list):
             raise EngineFatalError(f"{self.config.public_url()}/models did not list models; is it an OpenAI API?")
@@ -214,16 +189,19 @@ class OpenAIEngine(HFTokenizerMixin):
         # vLLM returns each sample's token ids when asked; other servers could reject the unknown field.
         self._extra = {"return_token_ids": True} if entry.get("owned_by") == "vllm" else {}
 
-    async def _post(self, path: str, body: dict[str, Any]) -> Any:
-        return await self._request("POST", path, body)
-
-    async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    async def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, parse: Callable[[Any], T] = lambda data: data
+    ) -> T:
+        """The parsed answer to one request, tried up to 1 + max_retries times. `parse` raises `_Garbled` for a
+        200 that is no answer (retried); it sees the decoded JSON."""
         import httpx
 
-        url = where = self.config.public_url() + path
+        url, where = self.config.endpoint(path), self.config.endpoint(path, public=True)
         last = ""
+        garbled = False
         for attempt in range(self.config.max_retries + 1):
             retry_after: float | None = None
+            garbled = False
             async with self._slots:
                 try:
                     # The whole exchange is bounded, not only each read: a server dripping bytes must not hang us.
@@ -235,23 +213,27 @@ class OpenAIEngine(HFTokenizerMixin):
                 except (httpx.TransportError, OSError) as exc:
                     last = f"connection failed ({one_line(exc) or type(exc).__name__})"
                 else:
-                    if raw is None:
-                        raise RequestError(f"{where} sent more than {_MAX_BODY:,} bytes, more than any completion")
                     if status < 400:
-                        return _decode(raw, where)
-                    message = self._scrub(_error_message(raw))
-                    if status in _RETRY_STATUS or status >= 500:
-                        last = f"{status} {reason}: {message}"
-                        retry_after = _retry_after(headers.get("retry-after"))
-                    elif status in _FATAL_STATUS:
-                        raise EngineFatalError(f"{where} answered {status} {reason}: {message}")
+                        try:
+                            return parse(_decode(raw))
+                        except _Garbled as exc:
+                            last, garbled = f"{status} {reason} {exc}", True
                     else:
-                        raise RequestError(f"{where} answered {status} {reason}: {message}")
+                        message = self._scrub(_error_message(raw or b""))
+                        if status in _RETRY_STATUS or status >= 500:
+                            last = f"{status} {reason}: {message}"
+                            retry_after = _retry_after(headers.get("retry-after"))
+                        elif status in _FATAL_STATUS:
+                            raise EngineFatalError(f"{where} answered {status} {reason}: {message}")
+                        else:
+                            raise RequestError(f"{where} answered {status} {reason}: {message}")
             if attempt == self.config.max_retries:
                 break
             self.retries += 1
             await asyncio.sleep(self._delay(attempt, retry_after))  # outside the semaphore: sleeping holds no slot
         tries = self.config.max_retries + 1
+        if garbled:  # the server is up and answering: this problem waits for --resume, the run goes on
+            raise MalformedAnswerError(f"{where} sent no usable answer {tries} time{'s' * (tries > 1)}; last: {last}")
         raise EngineFatalError(f"{where} failed {tries} time{'s' * (tries > 1)} in a row; last: {last}")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -262,19 +244,31 @@ class OpenAIEngine(HFTokenizerMixin):
         return delay
 
     async def _exchange(self, method: str, url: str, body: dict[str, Any] | None) -> tuple[int, str, Any, bytes | None]:
-        """Status, reason, headers and body (None when the body passes `_MAX_BODY`), read as a stream."""
+        """Status, reason, headers and body, read as a stream and bounded: a success body that passes `_MAX_BODY`
+        is None (read no further, or not at all when its Content-Length says so); an error body is cut at
+        `_MAX_ERROR_BODY` (only its message is wanted)."""
         async with self._client.stream(method, url, json=body) as response:
+            status, reason, headers = response.status_code, response.reason_phrase, response.headers
+            limit = _MAX_BODY if status < 400 else _MAX_ERROR_BODY
+            if status < 400 and _declared_size(headers) > limit:
+                return status, reason, headers, None
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
+                if size + len(chunk) > limit:
+                    if status < 400:
+                        return status, reason, headers, None
+                    chunks.append(chunk[: limit - size])
+                    break
                 size += len(chunk)
-                if size > _MAX_BODY:
-                    return response.status_code, response.reason_phrase, response.headers, None
                 chunks.append(chunk)
-            return response.status_code, response.reason_phrase, response.headers, b"".join(chunks)
+            return status, reason, headers, b"".join(chunks)
 
     def _scrub(self, text: str) -> str:
         """Servers echo parts of a rejected key in their messages: never pass the key on."""
+        for value in self.config.query_secrets().values():  # a key in the URL's query string is one too
+            if len(value) >= 4:
+                text = text.replace(value, MASK)
         if self._secret:
             text = text.replace(self._secret, "***")
             if len(self._secret) >= 8:
@@ -282,13 +276,12 @@ class OpenAIEngine(HFTokenizerMixin):
         return text
 
     # -- parsing --------------------------------------------------------------------------------
-    def _generation(self, data: Any, prompt: Prompt, params: SamplingParams) -> Generation:
-        choices = data["choices"]
-        if not isinstance(choices, list) or len(choices) != params.n:
-            got = len(choices) if isinstance(choices, list) else type(choices).__name__
-            raise ValueError(f"expected {params.n} choices, got {got}")
+    def _generation(
+        self, data: dict[str, Any], choices: list[dict[str, Any]], prompt: Prompt, params: SamplingParams
+    ) -> Generation:
         completions = tuple(self._completion(c, params) for c in sorted(choices, key=lambda c: int(c.get("index", 0))))
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         prompt_tokens = usage.get("prompt_tokens")
         if not isinstance(prompt_tokens, int) or prompt_tokens < 0:
             prompt_tokens = len(self.tokenize(prompt)) if isinstance(prompt, str) else len(prompt)
@@ -326,12 +319,31 @@ class OpenAIEngine(HFTokenizerMixin):
         )
 
 
-def _decode(raw: bytes, where: str) -> Any:
+def _decode(raw: bytes | None) -> Any:
+    if raw is None:
+        raise _Garbled(f"with more than {_MAX_BODY:,} bytes, more than any answer")
     # Invalid UTF-8 in a model's text is the server's fault, not the run's: keep what can be read.
     try:
         return json.loads(raw.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError) as exc:
-        raise RequestError(f"{where} did not answer JSON ({one_line(exc)[:200]})") from None
+        raise _Garbled(f"that is not JSON ({one_line(exc)[:200]})") from None
+
+
+def _choices(data: Any, n: int) -> list[dict[str, Any]]:
+    """The `n` choices of a completion answer; `_Garbled` when it holds no such list (a proxy's page, a cut body)."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise _Garbled(f"with no list of choices (a JSON {type(data).__name__})")
+    if len(choices) != n:
+        raise _Garbled(f"with {len(choices)} choices where {n} were asked")
+    return choices
+
+
+def _declared_size(headers: Any) -> int:
+    try:
+        return int(headers.get("content-length") or 0)
+    except ValueError:
+        return 0  # an unreadable length: the streamed count bounds the body
 
 
 def _error_message(raw: bytes) -> str:
@@ -353,4 +365,4 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
-__all__ = ["OpenAIConfig", "OpenAIEngine", "RequestError"]
+__all__ = ["MalformedAnswerError", "OpenAIConfig", "OpenAIEngine", "RequestError", "is_transient", "redact_url"]

@@ -7,13 +7,15 @@ without going back to the files.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ttscale.evals.metrics import pass_at_k, wilson_interval
 from ttscale.runs import RunData, RunLoadError, read_runs
+from ttscale.storage import CONFIG, SUMMARY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,37 +167,71 @@ def _problem_rows(run: RunData) -> list[dict[str, Any]]:
 
 def _run_meta(run: RunData) -> dict[str, Any]:
     config, summary, first = run.config, run.summary, run.records[0]
-    identity = config.get("identity") or {}
-    environment = config.get("environment") or {}
-    engine_env = environment.get("engine") or {}
+    conf, summ = _Fields(run.path / CONFIG), _Fields(run.path / SUMMARY)
+    identity = conf.get(config, "identity", "object") or {}
+    environment = conf.get(config, "environment", "object") or {}
+    engine_env = conf.get(environment, "environment.engine", "object") or {}
     ledger = first.get("ledger") or {}
     # A run without config.json (copied results only) still says its budget in every ledger.
-    budget = identity.get("budget") or {"limit": ledger.get("budget"), "unit": ledger.get("unit", "tokens")}
-    limit = float(budget.get("limit") or math.nan)
-    unit = str(budget.get("unit") or "tokens")
-    task = identity.get("task") or {}
-    cross = summary.get("grader_cross_check") or {}
+    budget = conf.get(identity, "identity.budget", "object") or {"limit": ledger.get("budget"),
+                                                                    "unit": ledger.get("unit", "tokens")}
+    limit = conf.get(budget, "identity.budget.limit", "number")
+    limit = math.nan if limit is None else float(limit)
+    unit = str(conf.get(budget, "identity.budget.unit", "text") or "tokens")
+    task = conf.get(identity, "identity.task", "object") or {}
+    cross = summ.get(summary, "grader_cross_check", "object") or {}
+    rate, wall = summ.get(cross, "grader_cross_check.rate", "number"), summ.get(summary, "wall_seconds", "number")
     return {
         "run": run.label,
         "run_dir": str(run.path),
         "model": run.model,
         "task": str(task.get("spec") or summary.get("task") or "?"),
         "strategy": str(identity.get("strategy") or first.get("strategy") or "?"),
-        "params": _params_label(identity.get("params") or {}),
+        "params": _params_label(conf.get(identity, "identity.params", "object") or {}),
         "budget": format_budget(limit=limit, unit=unit),
         "budget_limit": limit,
         "budget_unit": unit,
-        "seed": identity.get("seed"),
-        "hardware": identity.get("hardware"),
+        "seed": conf.get(identity, "identity.seed", "whole"),
+        "hardware": conf.get(identity, "identity.hardware", "text"),
         "grader": str(task.get("grading") or f"{task.get('name') or 'task'} grader"),
         "ttscale_version": environment.get("ttscale_version"),
         "vllm_version": engine_env.get("vllm_version"),
         "torch_version": engine_env.get("torch_version"),
         "python": environment.get("python"),
         "created": config.get("created"),
-        "run_wall_seconds": float(summary.get("wall_seconds", math.nan)),
-        "grader_disagreement_rate": float(cross.get("rate", math.nan)),
+        "run_wall_seconds": math.nan if wall is None else float(wall),
+        "grader_disagreement_rate": math.nan if rate is None else float(rate),
     }
+
+
+class _Fields:
+    """The fields of one of a run's JSON files that the frame reads: absent (or null) is None; a value of another
+    type is a one-line RunLoadError naming the file and the field, never an internal exception or a silent NaN."""
+
+    _KINDS: ClassVar[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+        "object": ("a JSON object", lambda v: isinstance(v, dict)),
+        "text": ("a string", lambda v: isinstance(v, str)),
+        "number": ("a finite number", lambda v: _real(v) and math.isfinite(v)),
+        "whole": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    }
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+
+    def get(self, data: dict[str, Any], name: str, kind: str) -> Any:
+        """`data`'s field `name` (dotted from the file's top: the last part is the key in `data`)."""
+        value = data.get(name.rpartition(".")[2])
+        what, accepts = self._KINDS[kind]
+        if value is None or accepts(value):
+            return value
+        shown = json.dumps(value, default=str)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise RunLoadError(f"{self.file}: {name} is {shown}; it must be {what} (the file was edited or not "
+                           "written by ttscale)")
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def format_budget(*, limit: float, unit: str) -> str:

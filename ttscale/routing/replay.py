@@ -200,6 +200,8 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
             records.append(record)
     if run_dir.has_results():
         check_resume(run_dir, prepared)
+    else:
+        run_dir.check_new()
     with run_dir.open_for_writing():
         if not (run_dir.path / CONFIG).is_file():
             engine = source_dir.read_config().get("environment", {}).get("engine")

@@ -1,0 +1,86 @@
+"""Opening a run's files: regular files only, never an open that blocks, the mode the user's umask gives.
+
+A FIFO, a device or a socket under a run file's name (or a link to one) is refused with one line: an open of a
+FIFO waits for a peer, and neither Ctrl-C nor SIGTERM ends that wait.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+
+class RunDirError(ValueError):
+    """A run directory that cannot be used as asked (held by another run, not a run, unreadable)."""
+
+
+class StorageError(OSError):
+    """Reading or writing a run file failed (disk full, permission denied, read-only file system)."""
+
+
+def storage_error(exc: OSError, path: Path, doing: str) -> StorageError:
+    """`exc` as one line that names the file and the reason."""
+    reason = exc.strerror or type(exc).__name__
+    return StorageError(exc.errno or 0, f"cannot {doing} {path}: {reason}")
+
+
+def check_regular(path: Path) -> None:
+    """Refuse a run file that exists and is not a regular file (a link is judged by what it points to)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return  # absent (or a dangling link, which the open then refuses)
+    except OSError as exc:
+        raise storage_error(exc, path, "open") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise RunDirError(irregular(path, info.st_mode))
+
+
+def open_regular(path: Path, flags: int) -> tuple[int, bool]:
+    """A descriptor of the regular file `path`, and whether this call created it (O_CREAT in `flags`).
+
+    Checked before opening, and opened O_NONBLOCK then checked again (a FIFO swapped in between): an open of a
+    FIFO waits for a peer, and neither Ctrl-C nor SIGTERM ends that wait.
+    """
+    check_regular(path)
+    flags |= os.O_NONBLOCK | os.O_CLOEXEC
+    created = False
+    if flags & os.O_CREAT:
+        try:
+            fd, created = os.open(path, flags | os.O_EXCL, 0o666), True
+        except FileExistsError:
+            fd = os.open(path, flags & ~os.O_CREAT)
+    else:
+        fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise RunDirError(irregular(path, mode))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, created
+
+
+def irregular(path: Path, mode: int) -> str:
+    """Why `path` (of file mode `mode`) cannot be a run file, in one line."""
+    if stat.S_ISDIR(mode):
+        return f"cannot open {path}: Is a directory; a run's files are regular files"
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
+             stat.S_ISSOCK: "a socket"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "not a file")
+    return f"cannot open {path}: it is {kind}, not a regular file; a run's files are regular files"
+
+
+def temporary_file(folder: Path, prefix: str) -> tuple[int, str]:
+    """A new file in `folder`, created with the mode the user's umask gives (as results.jsonl is; mkstemp
+    would make it 0600)."""
+    while True:
+        name = str(folder / f"{prefix}{secrets.token_hex(4)}")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), name
+        except FileExistsError:
+            continue
