@@ -93,6 +93,13 @@ def distances(pairs: list[tuple[str, str]]) -> np.ndarray:
     return np.array([1.0 - float(vectors[index[a]] @ vectors[index[b]]) for a, b in pairs])
 
 
+def choose_threshold(distinct: np.ndarray, *, grid: tuple[float, ...] = GRID,
+                     at_most: float = DISTINCT_MERGED_AT_MOST) -> float | None:
+    """The largest cut on `grid` that merges at most `at_most` of the distinct pairs; None when none does."""
+    meeting = [t for t in grid if float(np.mean(distinct <= t)) <= at_most]
+    return max(meeting) if meeting else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problems", type=int, default=24)
@@ -127,16 +134,19 @@ def main() -> None:
     for label, d in dist.items():
         print(f"{label:<28}  " + "  ".join(f"{np.percentile(d, q):5.3f}" for q in quantiles))
     print("\ncut t   paraphrase pairs merged   distinct pairs merged")
-    chosen = GRID[0]
     for t in GRID:
         para, dist_merged = float(np.mean(dist["paraphrase"] <= t)), float(np.mean(dist["distinct"] <= t))
         mark = " (reference)" if t == 0.05 else ""
         print(f"{t:<6}  {para:24.1%}  {dist_merged:22.1%}{mark}")
-        if dist_merged <= DISTINCT_MERGED_AT_MOST:
-            chosen = t
-    para_at = float(np.mean(dist["paraphrase"] <= chosen))
-    print(f"\nchosen threshold: {chosen} (merges {para_at:.1%} of paraphrase pairs and at most "
-          f"{DISTINCT_MERGED_AT_MOST:.0%} of distinct ones)")
+    chosen = choose_threshold(dist["distinct"])
+    if chosen is None:
+        print(f"\nno cut on the grid merges at most {DISTINCT_MERGED_AT_MOST:.0%} of distinct pairs "
+              f"(the smallest, {GRID[0]}, merges {float(np.mean(dist['distinct'] <= GRID[0])):.1%}): no threshold")
+    else:
+        para_at = float(np.mean(dist["paraphrase"] <= chosen))
+        print(f"\nchosen threshold: {chosen} (merges {para_at:.1%} of paraphrase pairs and "
+              f"{float(np.mean(dist['distinct'] <= chosen)):.1%} of distinct ones, at most "
+              f"{DISTINCT_MERGED_AT_MOST:.0%})")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "task": args.task, "problems": len(problems), "pairs": dict(labels), "chosen": chosen,

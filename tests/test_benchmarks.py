@@ -26,3 +26,18 @@ def test_the_script_imports_and_shows_its_flags(script: Path) -> None:
                           cwd=script.parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
+
+
+def test_the_ets_threshold_is_the_largest_cut_that_meets_the_rule_or_none() -> None:
+    import numpy as np
+
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    try:
+        from ets_threshold import choose_threshold
+    finally:
+        sys.path.pop(0)
+    # 100 distinct pairs at distances 0.00, 0.01, ..., 0.99: a cut at t merges about t of them.
+    spread = np.arange(100) / 100
+    assert choose_threshold(spread, grid=(0.02, 0.04, 0.08), at_most=0.05) == 0.04
+    # Every distinct pair sits below the smallest cut: no cut meets "at most 5%", and none is chosen.
+    assert choose_threshold(np.zeros(50), grid=(0.02, 0.05), at_most=0.05) is None

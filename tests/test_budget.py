@@ -201,3 +201,45 @@ def test_a_view_is_computed_when_the_record_is_written() -> None:
     assert record["tree"] == {"rounds": 3} and record["verifier_calls"] == 1
     state["rounds"] = 4
     assert ledger.to_dict()["tree"] == {"rounds": 4}
+
+
+def _spend(ledger: Ledger, tokens: int) -> None:
+    r = ledger.reserve(SamplingParams(n=1, max_tokens=tokens), prompt_tokens=1)
+    assert r is not None and r.params.max_tokens == tokens
+    ledger.settle(r, Generation(completions=(Completion(text="", token_ids=(1,) * tokens),), prompt_tokens=1))
+
+
+def test_one_token_left_is_not_exhausted_and_buys_exactly_one_token() -> None:
+    """The edge `exhausted` is about: with one token left a request still fits (`>` vs `>=`)."""
+    ledger = Ledger(Budget(limit=10))
+    _spend(ledger, 9)
+    assert ledger.remaining == 1 and not ledger.exhausted
+    r = ledger.reserve(SamplingParams(n=3, max_tokens=50), prompt_tokens=1)
+    assert r is not None and (r.params.n, r.params.max_tokens) == (1, 1)
+    ledger.settle(r, Generation(completions=(Completion(text="", token_ids=(1,)),), prompt_tokens=1))
+    assert ledger.exhausted and ledger.spent == 10
+
+
+class PrefillMeter:
+    """A meter that charges one unit per prompt token and per generated token (a FLOP unit's shape)."""
+
+    unit = "units"
+
+    def cost(self, *, prompt_tokens: int, cached_prompt_tokens: int, gen_lengths: list[int]) -> float:
+        return float(prompt_tokens - cached_prompt_tokens + sum(gen_lengths))
+
+
+def test_a_scoring_request_that_costs_exactly_what_is_left_fits() -> None:
+    """`reserve_prompt`'s bound: a prompt whose prefill is the whole remainder is reserved, one more is refused."""
+    ledger = Ledger(Budget(limit=10), meter=PrefillMeter())
+    assert ledger.reserve_prompt(prompt_tokens=11) is None and ledger.refused_requests == 1
+    r = ledger.reserve_prompt(prompt_tokens=10)
+    assert r is not None and r.amount == 10 and ledger.remaining == 0
+
+
+def test_scoring_is_free_under_a_token_budget_even_when_it_is_spent() -> None:
+    ledger = Ledger(Budget(limit=5))
+    _spend(ledger, 5)
+    assert ledger.exhausted
+    r = ledger.reserve_prompt(prompt_tokens=400)
+    assert r is not None and r.amount == 0

@@ -104,3 +104,12 @@ def test_a_symbolic_vote_is_the_same_whatever_the_grader_cache_holds() -> None:
     assert first[0] == "(t+3)^2" and sorted(first[1].values()) == [1, 2, 4]
     configure_grader(GraderConfig())  # a fresh grader: no verdict cached, workers started again
     assert majority_vote(samples) == first and majority_vote(list(samples)) == first
+
+
+def test_only_the_most_voted_groups_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`groups` bounds the merge: a group ranked past it stays apart even when it equals a leader."""
+    samples = [s(a) for a in ["(x+1)^2", "(x+1)^2", "(x+1)^2", "y", "y", "x^2+2x+1"]]
+    monkeypatch.setattr(selection, "SYMBOLIC", selection.SymbolicMerge(groups=3))
+    assert sorted(majority_vote(samples)[1].values()) == [2, 4]  # third-ranked: compared, merged
+    monkeypatch.setattr(selection, "SYMBOLIC", selection.SymbolicMerge(groups=2))
+    assert sorted(majority_vote(samples)[1].values()) == [1, 2, 3]  # ranked third of three: never compared

@@ -55,10 +55,12 @@ def test_best_of_n_picks_the_most_confident_sample(sync_engine: Any) -> None:
     answer, _ = run(sync_engine, "best_of_n", "2k", n="6", max_tokens="64")
     scored = [s for s in answer.samples if s.answer is not None]
     assert all(s.score is not None and s.score <= 0 for s in answer.samples)
-    if scored:
-        best = max(scored, key=lambda s: s.score)
-        assert answer.prediction == best.answer
-        assert answer.info["best_score"] == best.score
+    if not scored:  # no sample stated an answer: there is nothing to pick, and nothing may be made up
+        assert answer.prediction is None
+        return
+    best = max(scored, key=lambda s: s.score if s.score is not None else float("-inf"))
+    assert answer.prediction == best.answer
+    assert answer.info["best_score"] == best.score
 
 
 def test_tiny_budget_gives_no_samples_but_no_error(sync_engine: Any) -> None:

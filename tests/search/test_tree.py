@@ -129,7 +129,10 @@ def test_reference_kv_counts_nodes_as_the_ets_reference_code_does() -> None:
     # Round 2 over {c}: own 4 + ancestor a 3 = 7. A candidate listed twice counts twice (per candidate).
     assert tree.reference_kv([c]) == 7
     assert tree.reference_kv([c, c]) == 11
-    assert tree.stats()["reference_kv_tokens"] == 19 + 7 + 11
-    assert tree.stats()["reference_kv_tokens_per_round"] == [19, 7, 11]
+    # A candidate that is another candidate's ancestor counts twice too: as a candidate (its own step) and as
+    # an ancestor (the reference keeps leaves in a list and ancestors in a dict): {a, d, e} = 3 + 1 + 6 + a 3 + d 1.
+    assert tree.reference_kv([a, d, e]) == 14
+    assert tree.stats()["reference_kv_tokens"] == 19 + 7 + 11 + 14
+    assert tree.stats()["reference_kv_tokens_per_round"] == [19, 7, 11, 14]
     # Our exact count merges identical prefixes and includes the prompt: f shares a's tokens.
     assert tree.unique_tokens([b, c, e, f]) == 5 + 3 + 2 + 4 + 1 + 6

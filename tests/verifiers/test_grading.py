@@ -373,3 +373,14 @@ def test_a_batch_bound_is_validated_and_pairs_past_it_are_false() -> None:
         math_equal_many([("x", "x")], within=0)
     # A generous bound changes nothing; the symbolic pair is still decided by math-verify.
     assert math_equal_many([("(x+1)^2", "x^2+2x+1"), ("x+1", "x-1")], within=30.0) == [True, False]
+
+
+def test_the_length_and_depth_limits_hold_at_their_boundaries() -> None:
+    """`max_chars` and `max_depth` refuse one past the limit and grade what is exactly at it."""
+    with Grader(GraderConfig(max_chars=16, max_depth=3, cache_size=0, workers=1)) as grader:
+        assert grader.equal("7".rjust(16), "7")  # 16 characters: graded (fast path)
+        assert grader.equal("7".rjust(17), "7") is False  # 17: refused unread
+        assert grader.stats().refused == 1
+        assert grader.equal("(((x+1)))", "x+1")  # depth 3: graded by math-verify
+        assert grader.equal("((((x+1))))", "x+1") is False  # depth 4: refused before any parse
+        assert grader.stats().refused == 2

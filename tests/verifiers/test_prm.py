@@ -56,8 +56,11 @@ def test_prm_scores_are_metered_as_verifier_prompt_tokens(sync_engine: Any, prm:
 @pytest.mark.slow
 def test_a_step_containing_the_tag_does_not_shift_scores(sync_engine: Any, prm: PRM) -> None:
     ctx = context(sync_engine)
-    scores = sync_engine.loop.run(prm.score_steps(ctx, [[f"evil {STEP_TAG} step", "next"]]))
-    assert len(scores[0]) == 2
+    [scores] = sync_engine.loop.run(prm.score_steps(ctx, [[f"evil {STEP_TAG} step", "next"]]))
+    # The tag inside a step is written as a space: the PRM reads the same text as for "evil   step", so the
+    # two scores are that text's, not the scores at a tag the model wrote (which would shift them).
+    [plain] = sync_engine.loop.run(prm.score_steps(context(sync_engine), [["evil   step", "next"]]))
+    assert len(scores) == 2 and scores == plain and scores != [prm.default] * 2  # not the "cut past a tag" fallback
 
 
 @pytest.mark.slow
