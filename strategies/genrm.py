@@ -6,10 +6,12 @@ Compute-Optimal Problem Solving and Generative Verification for LLM Reasoning", 
 
 Symbols: S solutions of at most T_S tokens (`n`, `max_tokens`); V verification chains per
 solution of at most T_V tokens (`verifications`, `verify_tokens`); r_j(s) the verdict of chain j on
-solution s; r(s) = (1/V) Σ_j r_j(s); the answer is argmax_s r(s) (`select=best`, the paper's) or the
-answer with the largest Σ r (`weighted`). The compute, in solution-equivalents, is C = S·(1 + λV) with
-λ a verification's tokens per solution token: λ_cap = T_V / T_S from the caps, and λ_measured = (verifier
-tokens generated per chain) / (policy tokens generated per solution) from the problem's ledger, both in the info.
+solution s; r(s) the mean of its readable r_j(s), 0 when none is readable (unreadable verdicts are left
+out, as sc-genrm-scaling's `get_solution_score`; see ttscale.verifiers.genrm); the answer is argmax_s r(s)
+(`select=best`, the paper's) or the answer with the largest Σ r (`weighted`). The compute, in
+solution-equivalents, is C = S·(1 + λV) with λ a verification's tokens per solution token: λ_cap = T_V / T_S
+from the caps, and λ_measured = (verifier tokens generated per chain) / (policy tokens generated per solution)
+from the problem's ledger, both in the info.
 
 1. S from the budget (when not given), before anything is measured: C = B / T_S, and the paper's
    compute-optimal laws S_opt ∝ C^0.57, V_opt ∝ C^0.39 split log C between the two factors of
@@ -54,7 +56,8 @@ class GenRMParams(PoolParams):
     solution_share: float = 0.594
     """ρ: share of log C given to S when S comes from the budget (0.57 / (0.57 + 0.39), the paper's exponents)."""
     select: Literal["best", "weighted"] = "best"
-    """best: the solution with the highest mean verdict (the paper); weighted: the answer with the largest Σ r."""
+    """best: the solution with the highest r(s), its mean readable verdict (the paper); weighted: the answer with
+    the largest Σ r."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -110,8 +113,11 @@ def answer_info(
         else None,
         "solution_tokens_mean": round(policy_tokens / len(verdicts), 3) if verdicts else None,
         "chain_tokens_mean": round(sum(x.chain_tokens for x in flat) / len(flat), 3) if flat else None,
-        "verdicts": {src: sum(x.source == src for x in flat) for src in ("chain", "appended", "default")},
-        # Per solution, per chain: r, chain tokens, verdict tokens, source.
+        # Where each verdict was read; "unreadable" ones are left out of their solution's mean (the reference's
+        # rule), and a solution with none readable scores 0 (`no_readable_verdict` counts those solutions).
+        "verdicts": {src: sum(x.source == src for x in flat) for src in ("chain", "appended", "unreadable")},
+        "no_readable_verdict": sum(all(x.r is None for x in vs) for vs in verdicts),
+        # Per solution, per chain: r (None when unreadable), chain tokens, verdict tokens, source.
         "chains": [[[x.r, x.chain_tokens, x.verdict_tokens, x.source] for x in vs] for vs in verdicts],
         "solutions": len(verdicts),
         "select": p.select,

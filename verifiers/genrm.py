@@ -8,8 +8,13 @@ the prompt asks each chain to END with "Is the answer correct (Yes/No)? X" (the 
 r_j = P(Yes) is read from the log-probs of that verdict token inside the chain, as the paper does: the
 probability of "Yes" among the top alternatives, else 1 − P("No"). A chain that states no verdict
 there (cut by T_V, or off-format) is asked the question once more, appended after the chain, and
-P(Yes) / (P(Yes) + P(No)) of that one greedy token is its verdict (`source` "appended"). The score is
-r(s) = (1/V) Σ_j r_j. All tokens are metered as verifier tokens, so λ can be measured, not assumed.
+P(Yes) / (P(Yes) + P(No)) of that one greedy token is its verdict (`source` "appended"). A verdict that
+still cannot be read (neither Yes nor No among the top alternatives, or no budget left to ask) is
+"unreadable" (r = None). The score is the mean over the READABLE verdicts, r(s) = (1/|R|) Σ_{j∈R} r_j,
+and 0 when no verdict of s is readable: sc-genrm-scaling's `get_solution_score`
+(llmonk/evaluate/eval_utils.py) drops a verdict it cannot extract (NaN) from the mean and scores a solution
+with none left 0, rather than counting it as 0.5. All tokens are metered as verifier tokens, so λ can be
+measured, not assumed.
 """
 
 from __future__ import annotations
@@ -40,21 +45,21 @@ _YES, _NO = frozenset({"yes", "y"}), frozenset({"no", "n"})
 #: Tokens searched back from the chain's end for the verdict token (it is followed by markup or EOS only).
 _WINDOW = 16
 
-Source = Literal["chain", "appended", "default"]
+Source = Literal["chain", "appended", "unreadable"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
     """One verification chain's verdict and what it cost."""
 
-    r: float
-    """r_j = P(Yes)."""
+    r: float | None
+    """r_j = P(Yes); None when the verdict cannot be read (left out of the solution's mean)."""
     chain_tokens: int
     """Tokens the chain generated."""
     verdict_tokens: int = 0
     """Tokens of the appended verdict request (1 when the chain stated no verdict and the budget paid for it)."""
     source: Source = "chain"
-    """chain: read inside the chain; appended: from the appended question; default: unreadable (r = default)."""
+    """chain: read inside the chain; appended: from the appended question; unreadable: neither (r = None)."""
 
 
 def _word(piece: str) -> str:
@@ -94,7 +99,7 @@ def chain_verdict(chain: Completion, detokenize: Callable[[Sequence[int]], str])
 
 @dataclass(frozen=True, kw_only=True)
 class GenRM:
-    """Mean verdict probability over V generated verifications."""
+    """Mean readable verdict probability over V generated verifications (none readable: 0)."""
 
     name: ClassVar[str] = "genrm"
 
@@ -104,8 +109,9 @@ class GenRM:
     """T_V: tokens per verification chain at most."""
     temperature: float = 0.7
     """Sampling temperature of the verification chains."""
-    default: float = 0.5
-    """Verdict when it cannot be read, or when the budget is spent."""
+    default: float = 0.0
+    """Score of a solution with no readable verdict (none read, or none the budget paid for): 0, as
+    sc-genrm-scaling's `get_solution_score`. Unreadable verdicts are left out of the mean, never set to this."""
 
     def __post_init__(self) -> None:
         check_positive("verifications", self.verifications)
@@ -123,8 +129,12 @@ class GenRM:
         return [[next(flat) for _ in steps] for steps in candidates]
 
     def score(self, verdicts: Sequence[Verdict]) -> float:
-        """r(s) = (1/V) Σ_j r_j; `default` when no chain was generated."""
-        return sum(v.r for v in verdicts) / len(verdicts) if verdicts else self.default
+        """The mean of the readable verdicts; `default` (0) when none is readable or no chain was generated.
+
+        As sc-genrm-scaling's `get_solution_score`: [0.9, unreadable] → 0.9, [unreadable, unreadable] → 0.
+        """
+        readable = [v.r for v in verdicts if v.r is not None]
+        return sum(readable) / len(readable) if readable else self.default
 
     async def verify(self, ctx: Context, solutions: Sequence[str]) -> list[list[Verdict]]:
         """Every solution's verdicts, one per chain the budget paid for."""
@@ -152,5 +162,5 @@ class GenRM:
         top = generation.completions[0].top_logprobs if generation.completions else None
         p = yes_probability(top[0]) if top else None
         if p is None:
-            return Verdict(r=self.default, chain_tokens=chain.num_tokens, verdict_tokens=spent, source="default")
+            return Verdict(r=None, chain_tokens=chain.num_tokens, verdict_tokens=spent, source="unreadable")
         return Verdict(r=p, chain_tokens=chain.num_tokens, verdict_tokens=spent, source="appended")

@@ -143,9 +143,10 @@ class ScriptedGenRM(SimulatedArithmeticPolicy):
     handed out in order from `solutions`, and each solution's verification chains in order from
     `chains[solution]`: (text, P at the verdict token or None). A chain gets EOS; its last " Yes"/" No" gets
     the given top log-probs (character tokens: the verdict token is "Y" or "N"). The appended verdict
-    question (one greedy token) is answered with P(Yes) = `judge`."""
+    question (one greedy token) is answered with P(Yes) = `judge`, or, with `judge` None, with a token that is
+    neither Yes nor No (an unreadable verdict)."""
 
-    def __init__(self, *, judge: float = 0.6) -> None:
+    def __init__(self, *, judge: float | None = 0.6) -> None:
         super().__init__(seed=0)
         self.judge = judge
         self.solutions: list[str] = []
@@ -160,6 +161,9 @@ class ScriptedGenRM(SimulatedArithmeticPolicy):
         if "Proposed solution" not in text:
             out = [self._complete(t, None, params.max_tokens) for t in self.solutions[: params.n]]
             self.solutions = self.solutions[params.n:]
+        elif params.max_tokens == 1 and self.judge is None:
+            top = {"Maybe": math.log(0.9)}
+            out = [Completion(text="M", token_ids=(ord("M") + 3,), logprobs=(top["Maybe"],), top_logprobs=(top,))]
         elif params.max_tokens == 1:
             top = {"Yes": math.log(self.judge), "No": math.log(1 - self.judge)}
             out = [Completion(text="Yes", token_ids=(ord("Y") + 3,), logprobs=(top["Yes"],), top_logprobs=(top,))]
@@ -202,7 +206,8 @@ def test_verdicts_come_from_the_chain_and_lambda_is_measured_from_the_ledger() -
     # wrong: "... No" with P(No) = 0.8 → 0.2; "... Yes" with P(Yes) = 0.9 → 0.9. Means 0.65 and 0.55.
     assert right.score == pytest.approx(0.65) and wrong.score == pytest.approx(0.55)
     assert answer.prediction == ctx.problem.reference
-    assert answer.info["verdicts"] == {"chain": 3, "appended": 1, "default": 0}
+    assert answer.info["verdicts"] == {"chain": 3, "appended": 1, "unreadable": 0}
+    assert answer.info["no_readable_verdict"] == 0
     ref = ctx.problem.reference
     solution_tokens = len(f"The answer is {ref}.") + 1 + len(f"The answer is {int(ref) + 1}.") + 1  # + EOS each
     chain_tokens = sum(len(t) + 1 for t in ["Right." + ASK + " Yes", "I cannot tell.", "Wrong." + ASK + " No",
@@ -215,6 +220,33 @@ def test_verdicts_come_from_the_chain_and_lambda_is_measured_from_the_ledger() -
     assert answer.info["lambda_cap"] == 1.0
     assert answer.info["chains"][0] == [[0.7, len("Right." + ASK + " Yes") + 1, 0, "chain"],
                                         [0.6, len("I cannot tell.") + 1, 1, "appended"]]
+
+
+def unreadable(reference: str) -> ScriptedGenRM:
+    """Issue 27's hand examples as scripts: the right solution's verdicts [0.9, unreadable], the wrong one's
+    [unreadable, unreadable] (chains with no verdict, and an appended question answered neither Yes nor No)."""
+    sim = ScriptedGenRM(judge=None)
+    right, wrong = f"The answer is {reference}.", f"The answer is {int(reference) + 1}."
+    sim.solutions = [right, wrong]
+    sim.chains = {right: [("Right." + ASK + " Yes", {"Y": 0.9, "N": 0.1}), ("I cannot tell.", None)],
+                  wrong: [("Hmm.", None), ("No idea.", None)]}
+    return sim
+
+
+def test_unreadable_verdicts_are_left_out_of_the_mean_and_none_readable_scores_zero() -> None:
+    """sc-genrm-scaling's `get_solution_score`: [0.9, unreadable] → 0.9 (not (0.9 + 0.5) / 2 = 0.7), and a
+    solution with no readable verdict → 0 (not 0.5); the record counts the unreadable verdicts."""
+    ctx = make_context(ScriptedGenRM(), 4000)
+    ctx.engine = unreadable(ctx.problem.reference)
+    p = parse_params(GenRMParams, {"n": "2", "verifications": "2", "max_tokens": "64", "verify_tokens": "64"})
+    answer = asyncio.run(genrm(ctx.problem, ctx, p))
+    right, wrong = answer.samples
+    assert right.score == pytest.approx(0.9) and wrong.score == 0.0
+    assert answer.info["verdicts"] == {"chain": 1, "appended": 0, "unreadable": 3}
+    assert answer.info["no_readable_verdict"] == 1
+    assert answer.info["chains"][1] == [[None, len("Hmm.") + 1, 1, "unreadable"],
+                                        [None, len("No idea.") + 1, 1, "unreadable"]]
+    assert answer.info["best_score"] == pytest.approx(0.9) and answer.prediction == ctx.problem.reference
 
 
 def test_v_is_planned_from_the_budget_the_real_solutions_left() -> None:
@@ -245,8 +277,12 @@ def test_plan_verifications_by_hand() -> None:
     assert plan_verifications(remaining=100, solutions=4, chain_tokens=49, wanted=None) == 1  # left to the caps
 
 
-def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run() -> None:
-    """genrm (S, V) = (1, 1) and (2, 1) derived from a (2, 2) run's stored chains equal direct runs (exact tokens)."""
+@pytest.mark.parametrize("legacy", [False, True])
+@pytest.mark.parametrize("script", ["fresh", "unreadable"])
+def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run(script: str, legacy: bool) -> None:
+    """genrm (S, V) = (1, 1) and (2, 1) derived from a (2, 2) run's stored chains equal direct runs (exact tokens),
+    unreadable verdicts included; `legacy`: the source stores them as before issue 27 (r = 0.5, source "default")
+    and the replay still leaves them out of the mean."""
     from ttscale.budget import Budget
     from ttscale.runner import Meters, Prepared, RunSpec, solve
     from ttscale.sweeps import derive_record
@@ -258,14 +294,20 @@ def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run() -> None:
         return Prepared(spec, "genrm", genrm, parse_params(GenRMParams, raw), Budget.parse(budget), task,
                         task.problems()[:1], Meters(budget=None, costing=None))
 
+    engine = {"fresh": fresh, "unreadable": unreadable}[script]
     big = prepared(4000, n=2, verifications=2)
     problem = big.problems[0]
-    source = asyncio.run(solve(big, fresh(problem.reference), problem)).to_json()
+    source = asyncio.run(solve(big, engine(problem.reference), problem)).to_json()
+    if legacy:
+        source["info"]["chains"] = [[[0.5, t, k, "default"] if src == "unreadable" else [r, t, k, src]
+                                     for r, t, k, src in per] for per in source["info"]["chains"]]
     for budget, n, v in [(4000, 1, 1), (4000, 2, 1), (400, 2, 1)]:
         low = prepared(budget, n=n, verifications=v)
         derived = derive_record(low, problem, source, source_id="src")
-        run_direct = asyncio.run(solve(low, fresh(problem.reference), problem)).to_json()
+        run_direct = asyncio.run(solve(low, engine(problem.reference), problem)).to_json()
         assert not isinstance(derived, str), derived
+        if script == "unreadable":  # right: [0.9, unreadable] → 0.9; wrong: [unreadable, ...] → 0
+            assert [x["score"] for x in derived["samples"]] == pytest.approx([0.9, 0.0][:n])
         for key in ("prediction", "correct", "samples"):
             assert derived[key] == run_direct[key], key
         for key in ("spent", "generated_tokens"):
@@ -276,7 +318,7 @@ def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run() -> None:
     # (2, 2) in 150 tokens: the 34 solution tokens leave 116 < 2·65, so even V = 1 chains are cut: refused.
     tight = prepared(150, n=2, verifications=2)
     assert derive_record(tight, problem, source, source_id="src") == "the verifications would not fit uncapped"
-    assert asyncio.run(solve(tight, fresh(problem.reference), problem)).ledger["capped_requests"] > 0
+    assert asyncio.run(solve(tight, engine(problem.reference), problem)).ledger["capped_requests"] > 0
 
 
 def fresh(reference: str) -> ScriptedGenRM:

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from ttscale.schema import Completion
-from ttscale.verifiers.genrm import VERIFY, chain_verdict, verdict_yes_probability
+from ttscale.verifiers.genrm import VERIFY, GenRM, Verdict, chain_verdict, verdict_yes_probability
 
 WORDS = ["<eos>", "The", " sum", " is", " 7", ".", "\n", "Is", " the", " answer", " correct", " (", "Yes", "/",
          "No", ")?", " Yes", " No", " **", "**", " But", " wait"]
@@ -80,3 +80,27 @@ def test_a_verdict_without_log_probs_or_contradicting_its_text_is_not_read() -> 
     assert chain_verdict(odd, detokenize) is None
     assert verdict_yes_probability({" maybe": math.log(0.9)}) is None
     assert verdict_yes_probability({"yes": math.log(0.25), " YES": math.log(0.25)}) == pytest.approx(0.5)
+
+
+def read(r: float) -> Verdict:
+    return Verdict(r=r, chain_tokens=8)
+
+
+UNREADABLE = Verdict(r=None, chain_tokens=8, verdict_tokens=1, source="unreadable")
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [
+        # Issue 27's examples, by sc-genrm-scaling's `get_solution_score` (NaN verdicts dropped, none left → 0).
+        ([read(0.9), UNREADABLE], 0.9),  # not (0.9 + 0.5) / 2 = 0.7
+        ([UNREADABLE, UNREADABLE], 0.0),  # not 0.5
+        ([read(0.2), UNREADABLE, read(0.6), UNREADABLE], 0.4),  # the mean over the two readable ones
+        ([read(0.3), read(0.5)], 0.4),  # every verdict readable: the plain mean
+        ([], 0.0),  # no chain at all (the budget paid for none)
+    ],
+)
+def test_a_solution_scores_the_mean_of_its_readable_verdicts_and_zero_without_one(
+    verdicts: list[Verdict], expected: float
+) -> None:
+    assert GenRM().score(verdicts) == pytest.approx(expected, abs=1e-12)

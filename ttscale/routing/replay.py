@@ -57,8 +57,11 @@ def replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: Mapping[
     if not _spend(ledger, asked, [x.num_tokens for x in samples[:s]], prompt=prompt, role="policy") or s > len(samples):
         return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
     v = plan_verifications(remaining=ledger.remaining, solutions=s, chain_tokens=chain, wanted=p.verifications)
-    kept = [[Verdict(r=float(r), chain_tokens=int(t), verdict_tokens=int(k), source=src) for r, t, k, src in x[:v]]
-            for x in stored[:s]]
+    # A record written before unreadable verdicts were dropped stores them as source "default" (r = 0.5): read as
+    # unreadable, so the replay scores them by the reference's rule (left out of the mean).
+    kept = [[Verdict(r=None if src in ("unreadable", "default") else float(r), chain_tokens=int(t),
+                     verdict_tokens=int(k), source="unreadable" if src == "default" else src)
+             for r, t, k, src in x[:v]] for x in stored[:s]]
     if any(len(x) < v for x in kept):
         return f"V={v} chains per solution and the source has {min(len(x) for x in kept)}"
     if any(x.chain_tokens > p.verify_tokens for vs in kept for x in vs):
