@@ -71,6 +71,34 @@ def test_saturation_power_and_text_report(capsys: pytest.CaptureFixture[str], tm
     ] == pytest.approx(0.4)
 
 
+def test_ttspm_n_star_past_the_data_is_printed_as_an_extrapolation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import ttscale
+
+    # Issue 27's hand example: the curve is still rising at N = 32, so N* (> 32) is the law's projection.
+    rows = list(zip([1, 2, 4, 8, 16, 32], [0.03, 0.06, 0.12, 0.22, 0.40, 0.65], strict=True))
+    points = _csv(tmp_path / "sat.csv", ["budget", "accuracy"], rows)
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", "--points", str(points), "--n-boot", "50")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("N_star"))
+    assert "(beyond the largest measured N = 32: an extrapolation, not a finding)" in line
+    assert "F_max      1 " in out
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", "--points", str(points), "--n-boot", "50", "--json")
+    report = json.loads(out)
+    assert report["params"]["F_max"]["estimate"] <= 1 and report["params"]["F_max"]["ci"][1] <= 1
+    assert report["details"]["N_star_extrapolated"] is True and report["details"]["largest_N"] == 32
+    api = ttscale.fit(law="saturation", points=points, n_boot=50)
+    assert api.details["N_star_extrapolated"] is True and api.params["F_max"] <= 1
+    # Inside the range (F_max 0.7, p 0.3: N* = 9 ≤ 32): printed plainly, flagged False.
+    inside = _csv(tmp_path / "in.csv", ["budget", "accuracy"],
+                  [[n, 0.7 * (1 - 0.7**n)] for n in (1, 2, 4, 8, 16, 32)])
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", "--points", str(inside), "--n-boot", "50")
+    assert code == 0 and "extrapolation" not in out and "N_star     9 " in out
+    code, out, _ = _run(capsys, "fit", "--law", "saturation", "--points", str(inside), "--n-boot", "50", "--json")
+    assert json.loads(out)["details"]["N_star_extrapolated"] is False
+
+
 def test_kinetics_points_print_the_owner_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cost = np.geomspace(10, 1e5, 10)
     rows = [[f"{1 + i // 4}B", c, 0.9 - 2 * c**-0.3] for i, c in enumerate(cost)]

@@ -169,6 +169,39 @@ def test_fits_report_saturation_points_with_intervals() -> None:
     assert "C_star" in power.derived and power.to_dict()["params"]["alpha"]["ci"][0] is not None
 
 
+HAND_N = [1, 2, 4, 8, 16, 32]
+HAND_ACC = [0.03, 0.06, 0.12, 0.22, 0.40, 0.65]  # issue 27: unbounded least squares gave F_max 1.078, N* = 39
+
+
+def test_ttspm_ceiling_is_a_probability_and_n_star_past_the_data_is_flagged() -> None:
+    from scipy.optimize import least_squares
+
+    result = fit_ttspm(budget=HAND_N, accuracy=HAND_ACC, n_boot=200)
+    f_max, p = result.params["F_max"], result.params["p"]
+    assert 0 < f_max <= 1 and np.all(result.boot[:, 0][np.isfinite(result.boot[:, 0])] <= 1)
+    # The bounded least-squares optimum, found independently by scipy with F_max in [0, 1].
+    ref = least_squares(
+        lambda t: ttspm_curve(HAND_N, f_max=t[0], p=t[1]) - HAND_ACC,
+        x0=[0.5, 0.1], bounds=([0.0, 1e-9], [1.0, 1 - 1e-9]), xtol=1e-14, ftol=1e-14, gtol=1e-14,
+    )
+    assert f_max == pytest.approx(ref.x[0], abs=1e-6) and p == pytest.approx(ref.x[1], rel=1e-5)
+    n_star = result.derived["N_star"][0]
+    assert n_star == ttspm_saturation(f_max=f_max, p=p, epsilon=0.01) and n_star > 32
+    assert result.details["N_star_extrapolated"] is True and result.details["largest_N"] == 32
+    assert any("F_max estimate sits at its bound 1" in w for w in result.warnings)
+    assert result.to_dict()["details"]["N_star_extrapolated"] is True
+
+
+def test_ttspm_n_star_inside_the_measured_range_is_not_flagged() -> None:
+    # F_max 0.7, p 0.3: N* = ⌈ln(0.01 / 0.21) / ln 0.7⌉ = 9, inside N = 1…32; the bound does not bind.
+    truth = ttspm_curve(HAND_N, f_max=0.7, p=0.3)
+    result = fit_ttspm(budget=HAND_N, accuracy=truth, n_boot=50)
+    assert result.params["F_max"] == pytest.approx(0.7) and result.params["p"] == pytest.approx(0.3)
+    assert result.derived["N_star"][0] == 9
+    assert result.details["N_star_extrapolated"] is False and result.details["largest_N"] == 32
+    assert not result.warnings
+
+
 def test_power_law_handles_flop_scale_budgets() -> None:
     # eFLOPs run to 1e17: the fit works in units of the budgets' geometric mean.
     rng = np.random.default_rng(4)

@@ -128,7 +128,12 @@ def _report(fit: Any) -> str:
     for name, value in fit.params.items():
         lines.append(f"{name:<10} {value:.6g}   {pct} CI [{_g(ci[name][0])}, {_g(ci[name][1])}]")
     for name, (value, low, high) in fit.derived.items():
-        lines.append(f"{name:<10} {_g(value)}   {pct} CI [{_g(low)}, {_g(high)}]")
+        beyond = (
+            f"   (beyond the largest measured N = {_g(fit.details['largest_N'])}: an extrapolation, not a finding)"
+            if fit.details.get(f"{name}_extrapolated")
+            else ""
+        )
+        lines.append(f"{name:<10} {_g(value)}   {pct} CI [{_g(low)}, {_g(high)}]{beyond}")
     lines.append(f"fit        R² {fit.r2:.5f}, RMSE {fit.rmse:.4g}")
     if fit.law == "coverage" and "forms" in fit.details:
         for form, values in fit.details["forms"].items():

@@ -3,6 +3,7 @@
 Every law here is linear in its other parameters once θ is fixed (variable projection):
     scale:   y ≈ β·φ(x; θ)             (coverage: log c = a·k^b;  TTSPM: F·(1 − (1−p)^N))
     affine:  y ≈ β₀ + β₁·φ(x; θ)       (saturating power law: A − B·C^(−α))
+A scale law may bound β (`Profile.beta_bounds`; TTSPM's F_max lies in [0, 1]): the best β is then clipped.
 For fixed θ the best β and the residual sum of squares RSS(θ) are closed-form weighted sums, so a
 whole batch of bootstrap curves is profiled on a grid of θ with a few matrix products; each curve's
 minimum is then narrowed by a vectorised golden-section search. The full-data fit is polished
@@ -33,6 +34,9 @@ class Profile:
     """φ(x, u), broadcasting x (..., X) against u (..., 1)."""
     u_range: tuple[float, float]
     """Where the search looks (u is θ on a scale where the profile is well behaved: log α, logit p)."""
+    beta_bounds: tuple[float, float] | None = None
+    """Scale laws only: bounds on β (TTSPM's F_max is a probability). For fixed u, RSS is a convex quadratic
+    in β, so the bounded best β is the unbounded one clipped into the bounds, and the profile stays exact."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,11 @@ def _stats(
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if profile.linear == "scale":
             beta1 = t1 / s2
-            rss = y2 - beta1 * t1
+            if profile.beta_bounds is None:
+                rss = y2 - beta1 * t1
+            else:
+                beta1 = np.clip(beta1, *profile.beta_bounds)
+                rss = y2 - 2.0 * beta1 * t1 + beta1 * beta1 * s2
             beta = beta1[..., None]
         else:
             det = s0 * s2 - s1 * s1

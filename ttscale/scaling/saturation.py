@@ -9,6 +9,9 @@ F_max the ceiling. Both paradigms share the form
 
 The marginal gain of one more unit, P(N+1) − P(N) = F_max·p·(1 − p)^N, falls below ε at the
 saturation point N* = ⌈ln(ε / (F_max·p)) / ln(1 − p)⌉ (1 when even the first step gains < ε).
+F_max is the share of problems that unlimited samples would solve, a probability: the fit keeps it in
+(0, 1] (0 only when no accuracy is positive). An N* past the largest N measured is the law's
+extrapolation, not an observed plateau: the fit says so (`details["N_star_extrapolated"]`).
 
 The saturating power law over a continuous budget C (tokens, FLOPs, eFLOPs),
 
@@ -71,6 +74,7 @@ TTSPM = ProfileLaw(
         linear="scale",
         basis=lambda x, u: -np.expm1(-x * np.logaddexp(0.0, u)),
         u_range=(math.log(1e-6), 21.0),
+        beta_bounds=(0.0, 1.0),  # F_max is a probability
     ),
     to_params=lambda u, beta, _x0: np.column_stack([beta[:, 0], expit(u)]),
     curve=lambda x, params: params[:, 0:1] * -np.expm1(x[None, :] * np.log1p(-params[:, 1:2])),
@@ -105,6 +109,11 @@ def fit_ttspm(
 
     budget: N (samples for `parallel`, rounds for `sequential`), ≥ 1. accuracy: long form with
     optional `problem` ids, or a (problems × len(budget)) matrix. The bootstrap resamples problems.
+
+    F_max is bounded to (0, 1] (it is the share of problems solvable at all); an estimate at 1 comes
+    with a warning (the unbounded least-squares ceiling would be ≥ 1). `details["N_star_extrapolated"]`
+    is True when N* lies past the largest measured N (`details["largest_N"]`): the curve was never seen
+    to flatten there, so N* is where the law projects a plateau, not a finding of one.
     """
     if mode not in ("parallel", "sequential"):
         raise FitInputError(f"mode must be 'parallel' or 'sequential', got {mode!r}")
@@ -120,6 +129,9 @@ def fit_ttspm(
         if fit.boot.size
         else fit.boot
     )
+    largest = float(obs.x.max())
+    extrapolated = bool(np.isfinite(star) and star > largest)
+    at_ceiling = "the F_max estimate sits at its bound 1 (a ceiling is a probability; unbounded, it would be ≥ 1)"
     return _with(
         fit,
         derived={"N_star": derived(float(star), draws=draws, level=level)},
@@ -127,7 +139,10 @@ def fit_ttspm(
             "mode": mode,
             "epsilon": epsilon,
             "p_name": "p_sample" if mode == "parallel" else "p_rethink",
+            "largest_N": largest,
+            "N_star_extrapolated": extrapolated,
         },
+        warnings=(at_ceiling,) if f_max >= 1.0 else (),
     )
 
 
@@ -178,7 +193,18 @@ def _check_epsilon(epsilon: float) -> None:
         raise FitInputError(f"epsilon must be a number > 0, got {epsilon!r}")
 
 
-def _with(fit: Fit, *, derived: dict[str, tuple[float, float, float]], details: dict[str, Any]) -> Fit:
+def _with(
+    fit: Fit,
+    *,
+    derived: dict[str, tuple[float, float, float]],
+    details: dict[str, Any],
+    warnings: tuple[str, ...] = (),
+) -> Fit:
     from dataclasses import replace
 
-    return replace(fit, derived={**fit.derived, **derived}, details={**fit.details, **details})
+    return replace(
+        fit,
+        derived={**fit.derived, **derived},
+        details={**fit.details, **details},
+        warnings=(*fit.warnings, *warnings),
+    )
