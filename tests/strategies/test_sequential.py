@@ -64,7 +64,10 @@ def test_budget_forcing_caps_the_thinking_and_forces_waits_as_configured(sync_en
         assert "\n</think>\n\nFinal Answer: " in sample.text  # every sample has its answer segment
         thought = sample.text.split("\n</think>\n")[0]
         assert thought.count("Wait") >= chain["waits"]  # the forced ones (the model may write more)
-        assert chain["waits"] <= 2 and (chain["waits"] == 2 or chain["thinking_cut"])
+        # Fewer waits than asked only when the budget cut the thinking, or left no room for another forced word
+        # (the model stopped by itself within len("Wait") tokens of the budget: seen at temperature 0.8).
+        no_room = chain["thinking_tokens"] + len(sync_engine.engine.tokenize("Wait")) > 64
+        assert chain["waits"] <= 2 and (chain["waits"] == 2 or chain["thinking_cut"] or no_room)
     thinking = [r for r in engine.requests if r[1].stop == ("\n</think>\n",)]
     answers = [r for r in engine.requests if r[0].endswith("\n</think>\n\nFinal Answer: ")]
     waits = sum(c["waits"] for c in chains)
