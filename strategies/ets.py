@@ -10,12 +10,15 @@ KV cost of tree node j; λ_c the KV cost weight; λ_s the semantic coverage weig
 of clusters of the frontier's last steps (average linkage on sentence-embedding cosine distance,
 merged below the distance `threshold`). Each round, as REBASE (ttscale.strategies.rebase) up to 3:
 1. score the new nodes; ended solutions leave the frontier; N_left = N − (ended so far);
-2. W = REBASE allocation of N_left over the open frontier (softmax of R / T_b);
+2. W = REBASE allocation of N_left over the open frontier (softmax of R / T_b, greedy ceilings from the
+   best node down as the reference rounds it, ttscale.search.allocate: the tail may get W_i = O_i = 0);
 3. keep the frontier nodes chosen by the ILP of ttscale.search.ets_ilp:
    max Σ O_i x_i − λ_c·(KV cost share of the kept paths) + (λ_s / K)·(clusters covered),
    so a node is kept when its allocation outweighs the KV its own unshared path would hold,
    or when it is the only kept voice of a semantically different cluster;
 4. re-allocate all N_left children over the kept nodes only (REBASE again) and expand; go to 1.
+Equal values are served in the reference's two orders: the earlier node first for O (its outcome loop sorts
+with `reverse=True`), the later node first for the children (its final loop sorts, then reverses).
 The same number of children is sampled as REBASE would, from fewer distinct prefixes: the KV the
 search holds (the tree's unique KV tokens) shrinks while diverse steps survive.
 
@@ -131,7 +134,8 @@ async def ets(problem: Problem, ctx: Context, p: ETSParams) -> Answer:
     async def keep(open_: Scored, left: int) -> Scored:
         """Steps 2-3: REBASE's allocation as outcome weights, then the ILP's choice of nodes to keep."""
         nodes = [node for node, _ in open_]
-        allocation = allocate([value for _, value in open_], left, temperature=p.temperature_b)
+        # `select_softmax_costmodel`'s outcome loop: the same ceilings, equal values served earlier-first.
+        allocation = allocate([value for _, value in open_], left, temperature=p.temperature_b, ties="earlier")
         selection = await _select(nodes, [w / left for w in allocation], p)
         kept = [(node, value) for (node, value), k in zip(open_, selection.keep, strict=True) if k]
         rounds.append({"candidates": len(nodes), "kept": len(kept), "clusters": selection.clusters,

@@ -7,13 +7,17 @@ Symbols: N the search width (`n`); R_j the verifier value of frontier node j; T_
 temperature (`temperature_b`); W_j the children allocated to node j.
 1. sample N first steps and score them;
 2. the solutions that ended leave the frontier; N_left = N − (number ended so far);
-3. W_j = round(N_left · exp(R_j / T_b) / Σ_k exp(R_k / T_b)) over the open frontier
-   (largest-remainder rounding, so Σ W_j = N_left exactly); expand each j W_j times; go to 2.
+3. with w_j = exp(R_j / T_b), serve the open frontier from the highest R_j down:
+   W_j = ceil(N' · w_j / Σ_{k not served yet} w_k), N' ← N' − W_j, starting from N' = N_left
+   (the reference code's rounding, thu-wyz/inference_scaling `rebase.py`, `select_softmax`;
+   ttscale.search.allocate): Σ W_j = N_left exactly, the best nodes get the rounding and the
+   tail may get W_j = 0 (not expanded); expand each j W_j times; go to 2.
 Stops when N solutions have ended, the frontier is empty, `max_steps` is reached, or the budget
 ends. Unlike beam search no node is cut by a hard top-k: a low-valued node still gets children
-when the temperature spreads the mass. The answer is selected over the ended solutions
-(`select`, weighted majority by default as in the paper). With `n` unset, N = B / max_tokens.
-This allocation is also the first stage of ETS (ttscale.search.allocate).
+when the temperature spreads the mass (and N_left is large enough to reach it). The answer is
+selected over the ended solutions (`select`, weighted majority by default as in the paper).
+With `n` unset, N = B / max_tokens. This allocation is also the first stage of ETS
+(ttscale.search.allocate).
 """
 
 from __future__ import annotations

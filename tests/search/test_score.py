@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Literal
 
 import pytest
 from hypothesis import given
@@ -37,28 +38,45 @@ def test_softmax_is_stable_and_tempered() -> None:
 
 
 @given(
-    scores=st.lists(st.floats(0, 1), min_size=1, max_size=12),
+    scores=st.lists(st.floats(0, 1) | st.sampled_from([0.0, 0.5, 0.8, 1.0]), min_size=1, max_size=12),
     total=st.integers(0, 64),
     temperature=st.floats(0.05, 5),
+    ties=st.sampled_from(["later", "earlier"]),
 )
-def test_allocation_sums_exactly_and_respects_the_score_order(
-    scores: list[float], total: int, temperature: float
+def test_allocation_sums_exactly_and_serves_the_best_nodes_first(
+    scores: list[float], total: int, temperature: float, ties: Literal["later", "earlier"]
 ) -> None:
-    counts = allocate(scores, total, temperature=temperature)
+    counts = allocate(scores, total, temperature=temperature, ties=ties)
     assert sum(counts) == total and all(c >= 0 for c in counts)
     for i in range(len(scores)):
         for j in range(len(scores)):
             if scores[i] > scores[j]:
                 assert counts[i] >= counts[j]
+            if scores[i] == scores[j]:  # equal scores differ by one child at most
+                assert abs(counts[i] - counts[j]) <= 1
+    # Greedy ceilings in the serving order: every head of that order holds at least its softmax share.
     shares = [p * total for p in softmax(scores, temperature=temperature)]
-    assert all(abs(c - s) < 1 + 1e-9 for c, s in zip(counts, shares, strict=True))
+    later = -1 if ties == "later" else 1
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], later * i))
+    held = share = 0.0
+    for i in order:
+        held, share = held + counts[i], share + shares[i]
+        assert held >= share - 1e-9
 
 
-def test_allocation_follows_rebase_rounding() -> None:
-    # softmax([1, 0.5, 0] / 0.5) = [0.665, 0.245, 0.090] → 8 children: 5.32, 1.96, 0.72 → 5, 2, 1
-    assert allocate([1.0, 0.5, 0.0], 8, temperature=0.5) == [5, 2, 1]
+def test_allocation_follows_the_reference_ceilings() -> None:
+    # w = exp([1, 0.5, 0] / 0.5) = [7.389, 2.718, 1], Σ = 11.107; 8 children:
+    # ceil(8 · 7.389 / 11.107) = ceil(5.32) = 6, then ceil(2 · 2.718 / 3.718) = ceil(1.46) = 2, then 0 left.
+    # (Largest-remainder rounding of the shares 5.32, 1.96, 0.72 gave 5, 2, 1.)
+    assert allocate([1.0, 0.5, 0.0], 8, temperature=0.5) == [6, 2, 0]
     assert allocate([1.0, 0.0], 4, temperature=0.01) == [4, 0]
     assert allocate([], 4) == []
+    with pytest.raises(ValueError, match="total must be"):
+        allocate([1.0], -1)
+    with pytest.raises(ValueError, match="temperature must be"):
+        allocate([1.0], 1, temperature=0)
+    with pytest.raises(ValueError, match="ties must be"):
+        allocate([1.0], 1, ties="first")  # type: ignore[arg-type]
 
 
 def test_resampling_is_proportional_and_seeded() -> None:

@@ -7,9 +7,11 @@ Search for Inference-Time Scaling", arXiv:2502.13575 (2025), §4; reference code
 Symbols. Candidates i = 1..N (the open frontier), each with the path of nodes from the first step
 below the root down to itself; j ranges over the union U of those path nodes (the root, whose KV
 — the prompt — is held whatever is chosen, is not part of U). O_i ≥ 0 the candidate's outcome
-weight (ETS: its REBASE allocation W_i / Σ W); t_j ≥ 0 the KV cost of node j (its own tokens, or
-1 per node as in the reference code) and c_j = t_j / Σ_{j∈U} t_j its share, so keeping everything
-costs exactly λ_c; clusters k = 1..K of the candidates (semantic clusters of their last steps).
+weight (ETS: its REBASE allocation W_i / Σ W, rounded with the reference's greedy ceilings of
+ttscale.search.allocate, so a tail candidate may have O_i = 0); t_j ≥ 0 the KV cost of node j
+(its own tokens, or 1 per node as in the reference code) and c_j = t_j / Σ_{j∈U} t_j its share,
+so keeping everything costs exactly λ_c; clusters k = 1..K of the candidates (semantic clusters
+of their last steps).
 
 Binary variables: x_i (candidate i is kept), y_j (node j's KV is retained), z_k (cluster k is covered).
 

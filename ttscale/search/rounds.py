@@ -3,7 +3,9 @@
 Wu et al., arXiv:2408.00724, §3.2 (see ttscale.strategies.rebase for the symbols): sample N first steps;
 each round, score the frontier, let ended solutions leave it (N_left = N − ended so far), optionally `keep`
 a subset of the open nodes (ETS's selection), and give the N_left children to the kept nodes by softmax of
-their values at temperature T_b. Ends when N solutions ended, nothing is open, or the budget is spent.
+their values at temperature T_b, rounded as the reference code rounds (ttscale.search.score.allocate: greedy
+ceilings from the best node down, so the tail may get none). Ends when N solutions ended, nothing is open, or
+the budget is spent.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ async def reward_balanced(search: Search, n: int, *, temperature: float, keep: K
             return ended + [node for node, _ in open_]
         search.selection_round([node for node, _ in open_])  # the reference's KV, counted where it selects
         kept = open_ if keep is None else await keep(open_, left)
-        counts = allocate([value for _, value in kept], left, temperature=temperature)
+        # `select_softmax`'s rule and tie order; a node given 0 children is not expanded (Search.expand skips it).
+        counts = allocate([value for _, value in kept], left, temperature=temperature, ties="later")
         groups = await search.expand([node for node, _ in kept], counts)
         frontier = [child for group in groups for child in group]
         if not frontier:  # the budget ended inside the step: the open nodes are all we have
