@@ -22,11 +22,11 @@ from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search
-from ttscale.strategies.beam import BeamParams
+from ttscale.strategies.beam import BeamShapeParams
 
 
 @dataclass(frozen=True, kw_only=True)
-class DVTSParams(BeamParams):
+class DVTSParams(BeamShapeParams):
     """Diverse verifier tree search: the same N and M as beam search, spent on N/M greedy subtrees of width M."""
 
 

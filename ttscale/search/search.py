@@ -243,6 +243,23 @@ class Search:
         keyed = sorted((-(node.value or 0.0), self.rng.random(), i) for i, node in enumerate(nodes))
         return [nodes[i] for _, _, i in keyed[:k]]
 
+    @staticmethod
+    def distinct(nodes: Sequence[Node]) -> list[Node]:
+        """The nodes whose path text (the solution so far, the last step's delimiter included) no earlier
+        node in `nodes` has: the first of each text, in order.
+
+        Text, not token ids: two samples that write the same words are one beam to a search
+        (search-and-learn's `filter_duplicates` compares `current_text`), however they were tokenised.
+        """
+        seen: set[str] = set()
+        out: list[Node] = []
+        for node in nodes:
+            text = node.solution() + node.separator
+            if text not in seen:
+                seen.add(text)
+                out.append(node)
+        return out
+
     # -- the answer -------------------------------------------------------------------------------
     async def answer(self, candidates: Sequence[Node], *, info: dict[str, Any] | None = None) -> Answer:
         """Select the answer among `candidates` (complete ones preferred) and report every one as a sample.
