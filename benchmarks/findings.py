@@ -1,25 +1,31 @@
 """The seed papers' findings as paired experiments on the embedded default, each with its verdict and CI.
 
 Every finding runs its strategies on the same problems under the same run seeds (R repeats: run seed r
-seeds every request of repeat r, for every strategy), and reads its claim off a 95% percentile bootstrap
-interval over problems, each problem's repeats resampled together (`ttscale.scaling._resample`):
+seeds every request of repeat r, for every strategy). This file only collects the records; the verdicts are
+the rules of benchmarks/verdicts.py (pure functions, tested in tests/test_verdicts.py), which state them
+exactly. In short, with 95% intervals over problems and a margin m of 1 point:
 
-- reproduced: the interval is on the claimed side (and "equal" claims: it covers 0 too, see each row);
-- not reproduced: the interval is on the other side;
-- inconclusive: the interval covers both.
-
-Findings (paper → what is measured here):
-F1 Large Language Monkeys: coverage grows log-linearly in k — pass@k from a pool of K samples per problem,
-   the fit of coverage(k) = exp(a·k^b) (R² of its log-log line), and coverage@K − coverage@1 > 0.
-F2 majority vote plateaus — from the same pools: maj@K − maj@K/4 ≈ 0 while coverage@K − coverage@K/4 > 0.
+F1 Large Language Monkeys: coverage grows log-linearly in k — coverage(k) = exp(a·k^b) and a ceiling
+   s·(1 − (1 − p)^k), both fitted on k ≤ K/4 of a K-sample pool (the repeats' pools merged per problem),
+   predict the held-out k = K/2, K; the ceiling's held-out RMSE minus the law's, with its interval from refitting
+   both on every bootstrap resample of problems: wholly above m → reproduced, wholly below m → not reproduced.
+F2 majority vote plateaus — from the same pools, the votes grouped by equivalence (12, 12.0 and 12.00 are one
+   vote, as `ttscale.selection.majority_vote` counts them): maj@K − maj@K/4 with its interval inside ±m, while
+   coverage still grows (coverage@K − coverage@K/4 > m) and the vote wins somewhere (maj@K/4 > m) → reproduced;
+   the interval wholly outside ±m → not reproduced.
 F3 self-consistency ≥ GenRM at small budgets (Singhi et al.) — accuracy at one small budget.
 F4 beam ≥ best-of-N at small budgets on medium levels (Snell et al.) — levels 2-3, the same verifier.
-F5 ETS cuts KV at equal accuracy (Hooper et al.) — reference KV ratio REBASE/ETS > 1 at equal width, and
-   accuracy within the interval of no difference.
-F6 A* reaches best-of-N's accuracy with fewer tokens — tokens ratio < 1, accuracy not lower.
+F5 ETS cuts KV at equal accuracy (Hooper et al., 1.8x) — the reference KV ratio REBASE/ETS at equal width by the
+   magnitude rule (reproduced: interval ≥ √1.8 = 1.34x, half the paper's cut on the log scale; "direction
+   reproduced, magnitude not": above 1 but wholly below 1.34x), and the accuracy difference inside ±m.
+F6 A* reaches best-of-N's accuracy with fewer tokens (Chatziveroglou, up to 3x) — best-of-N/A* tokens by the
+   magnitude rule (≥ √3 = 1.73x), A* at most m lower; at the paper's one pop per round and at parallel=4.
 F7 adaptive routing matches best-of-N with fewer tokens (Snell et al.) — from benchmarks/adaptive.py's
    report (`--adaptive-report FILE`; it runs sweeps, so it is its own command).
 F8 TTSPM: accuracy saturates — the fitted saturation point N* of coverage(N) lies inside the measured range.
+
+Accuracy differences (F3-F6) are Tango's score interval for paired proportions, as `ttscale compare` reports
+them: a bootstrap over problems gave a zero-width interval when no pair differed, which read as equality.
 
     python benchmarks/findings.py [--problems 30] [--repeats 2] [--pool 32] [--adaptive-report FILE]
 """
@@ -36,16 +42,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from verdicts import (
+    above,
+    accuracy_difference,
+    coverage_law,
+    fewer_tokens_at_matching_accuracy,
+    grouped_majority,
+    kv_at_equal_accuracy,
+    plateau,
+    pts,
+    ratio_of_means,
+)
 
 from ttscale.engine import SyncEngine
-from ttscale.evals.metrics import majority_at_k, pass_at_k
+from ttscale.evals.metrics import pass_at_k
 from ttscale.runner import RunSpec, prepare, solve
-from ttscale.scaling import fit_coverage_from_samples, fit_ttspm
-from ttscale.scaling._resample import bootstrap_draws
-
-BOOT = 2000
-#: Equivalence margin of "equal accuracy" claims: 1 point, as the ETS goal of the issue states it.
-MARGIN = 0.01
+from ttscale.scaling import fit_ttspm
 
 Records = list[list[dict[str, Any]]]
 """records[r][i]: repeat r, problem i (the same problems in the same order for every repeat)."""
@@ -68,39 +80,12 @@ def run(sync: SyncEngine, *, strategy: str, budget: str, params: dict[str, Any],
 
 def per_problem(records: Records, metric: Callable[[dict[str, Any]], float]) -> np.ndarray:
     """(problems,) means over repeats of `metric` (errored records count as they were recorded)."""
-    return np.array([[metric(rec) for rec in rep] for rep in records]).mean(axis=0)
+    return by_problem(records, metric).mean(axis=1)
 
 
-def interval(values: np.ndarray, weights_fn: Callable[[np.ndarray], float], *, seed: int = 0) -> tuple[float, ...]:
-    """(estimate, low, high): `weights_fn(w)` on the full sample (w = 1) and on bootstrap counts w over problems."""
-    point = weights_fn(np.ones(len(values)))
-    draws = [weights_fn(w) for chunk in bootstrap_draws(len(values), BOOT, np.random.default_rng(seed)) for w in chunk]
-    low, high = np.nanpercentile(draws, [2.5, 97.5])
-    return point, float(low), float(high)
-
-
-def diff(a: np.ndarray, b: np.ndarray) -> tuple[float, ...]:
-    """Paired mean difference a − b over problems."""
-    return interval(a - b, lambda w: float(np.average(a - b, weights=w)))
-
-
-def ratio(a: np.ndarray, b: np.ndarray) -> tuple[float, ...]:
-    """Ratio of means a / b over problems (the pairs resampled together)."""
-    return interval(a, lambda w: float(np.average(a, weights=w) / max(np.average(b, weights=w), 1e-12)))
-
-
-def verdict(ci: tuple[float, ...], *, above: float) -> str:
-    """Reproduced when the interval lies above `above`, not reproduced when below, else inconclusive."""
-    _, low, high = ci
-    return "reproduced" if low > above else "not reproduced" if high < above else "inconclusive"
-
-
-def pts(ci: tuple[float, ...]) -> str:
-    return f"{100 * ci[0]:+.1f} pts [{100 * ci[1]:+.1f}, {100 * ci[2]:+.1f}]"
-
-
-def times(ci: tuple[float, ...]) -> str:
-    return f"{ci[0]:.2f}x [{ci[1]:.2f}, {ci[2]:.2f}]"
+def by_problem(records: Records, metric: Callable[[dict[str, Any]], float]) -> np.ndarray:
+    """(problems, repeats) values of `metric`: repeat r of one configuration pairs with repeat r of another."""
+    return np.array([[metric(rec) for rec in rep] for rep in records]).T
 
 
 def correct(rec: dict[str, Any]) -> float:
@@ -115,34 +100,30 @@ def reference_kv(rec: dict[str, Any]) -> float:
     return float(((rec.get("ledger") or {}).get("tree") or {}).get("reference_kv_tokens", 0))
 
 
+def graded_by(grade: Callable[[str | None, str], bool], pid: str) -> Callable[[str], bool]:
+    """The grader of one problem."""
+    return lambda answer: grade(answer, pid)
+
+
 def pool_findings(pools: Records, grade: Callable[[str | None, str], bool], k_max: int) -> list[tuple[str, str, str]]:
     """F1, F2, F8 from best-of-N pools: each problem's samples graded by the task's grader."""
-    n_right = []
-    answers = []
-    for rep in pools:
-        for rec in rep:
-            flags = [grade(s.get("answer"), rec["id"]) for s in rec["samples"]]
-            n_right.append((len(flags), sum(flags)))
-            answers.append(([s.get("answer") for s in rec["samples"]], flags))
-    ns, cs = np.array([n for n, _ in n_right]), np.array([c for _, c in n_right])
     problems = len(pools[0])
     ks = [2**i for i in range(int(math.log2(k_max)) + 1)]
-    cover = np.array([[pass_at_k(n=int(n), c=int(c), k=k) for k in ks] for n, c in zip(ns, cs, strict=True)])
-    majority = np.array([[majority_at_k(answers=a, correct=f, k=k) for k in ks] for a, f in answers])
-    by_problem = lambda m: m.reshape(len(pools), problems, len(ks)).mean(axis=0)  # noqa: E731
-    cover, majority = by_problem(cover), by_problem(majority)
-    rows = []
-    fit = fit_coverage_from_samples(n=ns, correct=cs, k=ks, n_boot=200)
-    gain = diff(cover[:, -1], cover[:, 0])
-    rows.append(("F1 coverage grows log-linearly in k", verdict(gain, above=0),
-                 f"coverage@{ks[-1]} − coverage@1 {pts(gain)}; exp(a·k^b) fit a={fit.params['a']:.3f}, "
-                 f"b={fit.params['b']:.3f}, R² {fit.r2:.3f}"))
-    quarter = ks.index(max(1, ks[-1] // 4))
-    maj_gain, cov_gain = diff(majority[:, -1], majority[:, quarter]), diff(cover[:, -1], cover[:, quarter])
-    plateau = ("reproduced" if maj_gain[1] <= 0 <= maj_gain[2] and cov_gain[1] > 0 else
-               "not reproduced" if maj_gain[1] > 0 else "inconclusive")
-    rows.append(("F2 majority vote plateaus", plateau,
-                 f"maj@{ks[-1]} − maj@{ks[quarter]} {pts(maj_gain)} while coverage gains {pts(cov_gain)}"))
+    samples, right = np.zeros(problems), np.zeros(problems)
+    cover = np.zeros((len(pools), problems, len(ks)))
+    majority = np.zeros_like(cover)
+    for r, rep in enumerate(pools):
+        for i, rec in enumerate(rep):
+            answers = [s.get("answer") for s in rec["samples"]]
+            flags = [grade(a, rec["id"]) for a in answers]
+            samples[i] += len(flags)
+            right[i] += sum(flags)
+            cover[r, i] = [pass_at_k(n=len(flags), c=sum(flags), k=k) for k in ks]
+            majority[r, i] = grouped_majority(answers, graded_by(grade, rec["id"]), ks)
+    cover, majority = cover.mean(axis=0), majority.mean(axis=0)
+    # F1 pools each problem's repeats (independent samples of one problem): pass@k stays unbiased for k ≤ K.
+    rows = [("F1 coverage grows log-linearly in k", *coverage_law(samples, right, k_max)),
+            ("F2 majority vote plateaus", *plateau(majority, cover, ks))]
     sat = fit_ttspm(budget=ks, accuracy=cover, n_boot=200)
     star, low, high = sat.derived["N_star"]
     inside = "reproduced" if high <= ks[-1] else "not reproduced" if low > ks[-1] else "inconclusive"
@@ -177,45 +158,43 @@ def main() -> None:
         small = args.small_budget
         sc = run(sync, strategy="self_consistency", budget=small, params={"max_tokens": 128}, **common)
         genrm = run(sync, strategy="genrm", budget=small, params={"max_tokens": 128, "verify_tokens": 128}, **common)
-        d = diff(per_problem(sc, correct), per_problem(genrm, correct))
-        rows.append(("F3 self-consistency ≥ GenRM at small budgets", verdict(d, above=0),
+        d = accuracy_difference(by_problem(sc, correct), by_problem(genrm, correct))
+        rows.append(("F3 self-consistency ≥ GenRM at small budgets", above(d, 0),
                      f"at {small}: SC − GenRM accuracy {pts(d)}"))
 
         medium = {**common, "task": "arithmetic:2-3"}
         beam = run(sync, strategy="beam", budget=small, params=tree, **medium)
         bon = run(sync, strategy="best_of_n", budget=small, params={"max_tokens": 256, "verifier": "arithmetic"},
                   **medium)
-        d = diff(per_problem(beam, correct), per_problem(bon, correct))
-        rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", verdict(d, above=0),
+        d = accuracy_difference(by_problem(beam, correct), by_problem(bon, correct))
+        rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", above(d, 0),
                      f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)}"))
 
         wide = {**tree, "n": args.width}
         rebase = run(sync, strategy="rebase", budget="16k", params=wide, **common)
         ets = run(sync, strategy="ets", budget="16k", params=wide, **common)
-        kv = ratio(per_problem(rebase, reference_kv), per_problem(ets, reference_kv))
-        d = diff(per_problem(ets, correct), per_problem(rebase, correct))
-        # "Equal accuracy": the interval of the difference within ±1 point (the issue's margin).
-        equal = d[1] >= -MARGIN and d[2] <= MARGIN
-        rows.append(("F5 ETS cuts KV at equal accuracy", verdict(kv, above=1) if equal else
-                     "not reproduced" if d[2] < -MARGIN or kv[2] < 1 else "inconclusive",
-                     f"width {args.width}: REBASE/ETS reference KV {times(kv)}; ETS − REBASE accuracy {pts(d)}"))
+        found = kv_at_equal_accuracy(ratio_of_means(per_problem(rebase, reference_kv), per_problem(ets, reference_kv)),
+                                     accuracy_difference(by_problem(ets, correct), by_problem(rebase, correct)))
+        rows.append(("F5 ETS cuts KV at equal accuracy", found.verdict, f"width {args.width}: {found.measured}"))
 
-        astar = run(sync, strategy="astar", budget=small, params={**tree, "parallel": 4}, **common)
         bon_all = run(sync, strategy="best_of_n", budget=small, params={"max_tokens": 256, "verifier": "arithmetic"},
                       **common)
-        t = ratio(per_problem(astar, tokens), per_problem(bon_all, tokens))
-        d = diff(per_problem(astar, correct), per_problem(bon_all, correct))
-        # "Reaches best-of-N's accuracy": at most 1 point lower anywhere in the interval of the difference.
-        rows.append(("F6 A* reaches best-of-N accuracy with fewer tokens",
-                     "reproduced" if t[2] < 1 and d[1] >= -MARGIN else
-                     "not reproduced" if t[1] > 1 or d[2] < 0 else "inconclusive",
-                     f"at {small}: A*/best-of-N tokens {times(t)}; A* − best-of-N accuracy {pts(d)}"))
+        # The paper's A* pops one state per round; parallel=4 is this package's batched variant (fewer rounds).
+        for parallel, setting in ((1, "parallel=1, the paper's one pop per round"), (4, "parallel=4")):
+            astar = run(sync, strategy="astar", budget=small, params={**tree, "parallel": parallel}, **common)
+            found = fewer_tokens_at_matching_accuracy(
+                ratio_of_means(per_problem(bon_all, tokens), per_problem(astar, tokens)),
+                accuracy_difference(by_problem(astar, correct), by_problem(bon_all, correct)))
+            rows.append((f"F6 A* reaches best-of-N accuracy with fewer tokens ({setting})", found.verdict,
+                         f"at {small}: {found.measured}"))
     finally:
         sync.close()
     rows.append(adaptive_row(args.adaptive_report))
     seconds = time.perf_counter() - began
-    print(f"{args.problems} problems × {args.repeats} repeats (run seeds 0..{args.repeats - 1}), embedded model, "
-          f"95% paired bootstrap over problems; {seconds / 60:.1f} min\n")
+    print(f"{args.problems} problems × {args.repeats} repeats (run seeds 0..{args.repeats - 1}), embedded model; "
+          "95% intervals over problems (accuracy differences: Tango's score interval for paired proportions, "
+          "repeats through their design effect; other means and ratios: percentile bootstrap); margin 1 point; "
+          f"rules in benchmarks/verdicts.py; {seconds / 60:.1f} min\n")
     print("| finding | verdict | measured |\n|---|---|---|")
     for name, result, detail in sorted(rows):
         print(f"| {name} | {result} | {detail} |")

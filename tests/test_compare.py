@@ -20,6 +20,7 @@ from tests.adaptive.sim import SeededSimulator, engine_config
 from ttscale.cli import main
 from ttscale.comparison import COMPARE, Arm, CompareOptions, analyse, compare, load_arms, markdown
 from ttscale.paired import compare_pair, pair_records
+from ttscale.proportions import tango_interval
 
 Records = dict[tuple[str, int], dict[str, Any]]
 
@@ -106,7 +107,12 @@ def test_pairs_are_by_problem_and_repeat_whatever_the_record_order() -> None:
     # mixed problems or repeats would not).
     twin = {key: dict(r) for key, r in a.items()}
     same = compare_pair("A", a, "twin", twin).effects
-    assert (same["accuracy"].value, same["accuracy"].low, same["accuracy"].high) == (0.0, 0.0, 0.0)
+    # Accuracy: no discordant pair, so Tango's score interval with the repeats counted as copies (25 problems),
+    # not the zero-width interval a bootstrap gives (which read as proof of equality).
+    low, high = tango_interval(0, 0, 25)
+    assert (same["accuracy"].value, same["accuracy"].low, same["accuracy"].high) == (
+        0.0, pytest.approx(100 * low), pytest.approx(100 * high))
+    assert same["accuracy"].design_effect == 3.0 and high > 0.13
     assert same["generated_tokens"].low == same["generated_tokens"].high == pytest.approx(1.0)
     # Swapping two problems' records in B breaks the pairs: the interval is no longer a point. (Within a
     # problem, repeats only decide which pair an error removes: see the errored-pairs test.)
@@ -144,7 +150,8 @@ def test_metrics_one_arm_lacks_and_the_ets_reference_kv() -> None:
     assert result.effects["ets_kv"].value == pytest.approx(510 / 1510)
     assert result.effects["verifier_calls"].note == "zero in both: no ratio"
     assert "KV (ETS reference) 2.96x fewer" in result.verdict and "KV n/a" not in result.verdict
-    assert result.effects["accuracy"].value == 0.0 and "accuracy +0.0 pts [+0.0, +0.0] (no detectable" \
+    # Five pairs all right on both sides: Tango's score interval ±z²/(5 + z²), not a zero-width [+0.0, +0.0].
+    assert result.effects["accuracy"].value == 0.0 and "accuracy +0.0 pts [-43.4, +43.4] (no detectable" \
         in result.verdict
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from ttscale.paired import compare_pair, pair_records
+from ttscale.proportions import tango_interval
 
 
 def _record(problem: str, *, correct: bool, tokens: float) -> dict[str, Any]:
@@ -47,8 +49,11 @@ def test_two_problems_are_enough_for_an_interval_and_one_is_not() -> None:
     two = compare_pair("A", _arm([True, False], [10.0, 30.0]), "B", _arm([False, False], [20.0, 20.0]))
     accuracy, tokens = two.effects["accuracy"], two.effects["generated_tokens"]
     assert accuracy.low is not None and accuracy.high is not None and accuracy.note is None
-    # Resampling two problems draws {p0,p0}, {p0,p1} or {p1,p1}: Δ is 100, 50 or 0 points.
-    assert (accuracy.low, accuracy.high) == (0.0, 100.0)
-    assert tokens.low is not None and tokens.low < 1 < tokens.high  # 0.5 (p0 only) .. 1.5 (p1 only)
+    # Binary accuracy takes Tango's score interval (one discordant pair of two), not the bootstrap's [0, 100]
+    # (two problems resample to Δ = 100, 50 or 0 only).
+    low, high = tango_interval(1, 0, 2)
+    assert (accuracy.low, accuracy.high) == (pytest.approx(100 * low), pytest.approx(100 * high))
+    assert accuracy.low < 0 < 50 < accuracy.high < 100 and accuracy.interval == "Tango score"
+    assert tokens.low is not None and tokens.high is not None and tokens.low < 1 < tokens.high  # 0.5 .. 1.5
     one = compare_pair("A", _arm([True], [10.0]), "B", _arm([False], [20.0]))
     assert one.effects["accuracy"].low is None and one.effects["accuracy"].note == "one problem: no interval"

@@ -115,9 +115,14 @@ class Comparison:
                 "difference": "accuracy: mean over pairs of A minus B, in points",
                 "ratio": "costs: ratio of means, mean A / mean B (below 1: A spends less)",
                 "bootstrap": "cluster bootstrap over problems: problems drawn with replacement, each with all "
-                             "its pairs; percentile interval",
+                             "its pairs; percentile interval (costs, and differences that are not binary)",
+                "binary_difference": "accuracy (right/wrong on each side of a pair): Tango's score interval for "
+                                     "the difference of paired proportions (Tango 1998), the discordant and total "
+                                     "pair counts divided by the design effect of the repeats (Rao-Scott: 1 with "
+                                     "one pair per problem, its maximum when no pair is discordant)",
                 "confidence": o.confidence, "resamples": o.resamples, "seed": o.seed, "group": o.group,
-                "detectable": "the interval excludes 0 (difference) or 1 (ratio)",
+                "detectable": "the interval excludes 0 (difference) or 1 (ratio); an interval that covers it is no "
+                              "evidence of equality",
                 "ci_none": "a None interval end is unbounded (a resample's denominator was 0)",
             },
             "metrics": {m.name: {"label": m.label, "kind": m.kind, "source": m.source} for m in METRICS},
@@ -342,9 +347,15 @@ def markdown(data: Mapping[str, Any]) -> str:
     """compare.json (`Comparison.to_dict()`) as Markdown: verdicts, arms, and one table per pair."""
     method = data["method"]
     level = f"{100 * method['confidence']:g}%"
-    lines = ["## Paired comparison", "",
-             f"Cluster bootstrap over problems ({method['resamples']} resamples, seed {method['seed']}), "
-             f"{level} percentile intervals; accuracy as a difference in points, costs as a ratio of means.", ""]
+    bootstrap = f"cluster bootstrap over problems ({method['resamples']} resamples, seed {method['seed']})"
+    if method.get("binary_difference"):
+        how = (f"Accuracy as a difference in points with a {level} Tango score interval for paired proportions "
+               f"(repeats of a problem: counts divided by their design effect); costs as a ratio of means with a "
+               f"{level} percentile interval, {bootstrap}. \"No detectable difference\" is not equality.")
+    else:  # compare.json written before the score interval: every interval was the bootstrap's
+        how = (f"{bootstrap[0].upper()}{bootstrap[1:]}, {level} percentile intervals; accuracy as a difference in "
+               "points, costs as a ratio of means.")
+    lines = ["## Paired comparison", "", how, ""]
     lines += [f"- {v}" for v in data["verdicts"]] + ["", "| arm | strategy | budget | run seeds | problems | "
                                                      "records | errored (problems) | from |",
                                                      "|---|---|---|---|---:|---:|---:|---|"]

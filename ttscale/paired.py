@@ -8,10 +8,23 @@ r-th smallest seed of A with the r-th of B). A pair where either side errored is
 Per metric m, with x_A(p, r) and x_B(p, r) the values of the pairs (p, r) kept and K the number of pairs:
 - accuracy: the difference of means, in points, Δ = 100 · Σ (x_A − x_B) / K;
 - a cost (tokens, KV, eFLOPs, calls, seconds): the ratio of means, ρ = Σ x_A / Σ x_B.
-The CI is a cluster bootstrap over problems: problems are drawn with replacement (`ttscale.bootstrap`),
-each drawn problem bringing all its pairs, and the statistic recomputed; the interval is the percentile
-interval of B resamples (default 95%, B = 2000, seeded). A CI that excludes 0 (Δ) or 1 (ρ) is a
-detectable difference; one that covers it is "no detectable difference" at that confidence.
+
+The CI of a cost is a cluster bootstrap over problems: problems are drawn with replacement
+(`ttscale.bootstrap`), each drawn problem bringing all its pairs, and the statistic recomputed; the
+interval is the percentile interval of B resamples (default 95%, B = 2000, seeded).
+
+The CI of a difference of binary outcomes (accuracy: each pair is right/wrong on each side) is Tango's
+score interval for the difference of paired proportions (`ttscale.proportions`), not the bootstrap: with few
+discordant pairs (only one side right) a percentile bootstrap is too narrow, and with none it is the single
+point 0, which reads as proof of equality; 60 pairs with no discordant pair still leave about ±6 points.
+Repeats of a problem are not independent pairs: the counts enter the score interval divided by the design
+effect of the clustering (Rao and Scott's adjustment; `ttscale.proportions.paired_proportions`), estimated
+from the per-problem sums, never below 1, and at its most (every repeat a copy of the first) when no pair
+is discordant, because then nothing tells how alike the repeats are. One pair per problem: the plain score interval.
+
+A CI that excludes 0 (Δ) or 1 (ρ) is a detectable difference; one that covers it is "no detectable
+difference" at that confidence, which is not equality: an equality claim needs the whole interval inside a
+stated margin.
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ttscale.bootstrap import percentile_interval, resample_counts
+from ttscale.proportions import paired_proportions
 
 Record = Mapping[str, Any]
 
@@ -92,6 +106,10 @@ class Effect:
     undefined_resamples: int = 0
     """Resamples whose ratio was 0/0 (left out of the interval)."""
     fewer: str = "fewer"
+    interval: str = "cluster bootstrap"
+    """How the CI was computed: `cluster bootstrap` or `Tango score` (binary differences, see the module)."""
+    design_effect: float | None = None
+    """Tango score on repeats: the design effect the counts were divided by (1: pairs independent)."""
 
     def text(self) -> str:
         """`KV 1.62x fewer [1.41, 1.85]`, `accuracy -0.8 pts [-3.1, +1.5] (no detectable difference)`."""
@@ -115,7 +133,8 @@ class Effect:
         return {"metric": self.metric, "label": self.label, "kind": self.kind, "mean_a": _round(self.mean_a),
                 "mean_b": _round(self.mean_b), "value": _round(self.value),
                 "ci": [_round(self.low), _round(self.high)], "detectable": self.detectable, "note": self.note,
-                "undefined_resamples": self.undefined_resamples, "text": self.text()}
+                "undefined_resamples": self.undefined_resamples, "interval": self.interval,
+                "design_effect": _round(self.design_effect), "text": self.text()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,6 +210,7 @@ def compare_pair(
     n_pairs = sum(len(v) for v in paired.values())
     effects: dict[str, Effect] = {}
     columns: dict[str, tuple[Metric, np.ndarray, np.ndarray]] = {}
+    binary: dict[str, tuple[Metric, list[list[tuple[float, float]]]]] = {}
     size = np.array([len(v) for v in paired.values()], dtype=float)
     for metric in metrics:
         values = [[(metric.read(ra), metric.read(rb)) for ra, rb in v] for v in paired.values()]
@@ -204,6 +224,9 @@ def compare_pair(
             effects[metric.name] = Effect(metric=metric.name, label=metric.label, kind=metric.kind, mean_a=None,
                                           mean_b=None, value=None, note=f"not recorded by {who}", fewer=metric.fewer)
             continue
+        if metric.kind == "difference" and all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in flat):
+            binary[metric.name] = (metric, [[(float(x or 0.0), float(y or 0.0)) for x, y in v] for v in values])
+            continue  # its interval is the score interval, not the bootstrap
         sums_a = np.array([sum(x or 0.0 for x, _ in v) for v in values])  # none is None here
         sums_b = np.array([sum(y or 0.0 for _, y in v) for v in values])
         columns[metric.name] = (metric, sums_a, sums_b)
@@ -215,6 +238,8 @@ def compare_pair(
                 boot[name].append(_statistic(metric.kind, counts_matrix @ sums_a, counts_matrix @ sums_b, n))
     for name, (metric, sums_a, sums_b) in columns.items():
         effects[name] = _effect(metric, sums_a, sums_b, size, boot[name], label_a, label_b, confidence)
+    for name, (metric, pairs_by_problem) in binary.items():
+        effects[name] = _binary_effect(metric, pairs_by_problem, confidence)
     return PairResult(a=label_a, b=label_b, paired_by=how, problems=len(paired), pairs=n_pairs,
                       errored=counts["errored"], errored_problems=counts["errored_problems"],
                       unpaired=counts["unpaired"],
@@ -245,9 +270,29 @@ def _effect(metric: Metric, sums_a: np.ndarray, sums_b: np.ndarray, size: np.nda
     if undefined == draws.size:
         return Effect(**base, value=value, note="every resample was 0/0: no interval", undefined_resamples=undefined)
     low, high = percentile_interval(draws[~np.isnan(draws)], confidence=confidence)
+    if metric.kind == "difference" and low == high:
+        # Every resample gave the same difference (no pair differs, or all differ alike): a point is no
+        # interval, and printed as one it would read as proof of equality.
+        return Effect(**base, value=value, note="every resample gave the same difference: no interval",
+                      undefined_resamples=undefined)
     null = 0.0 if metric.kind == "difference" else 1.0
     return Effect(**base, value=value, low=low, high=high, detectable=not low <= null <= high,
                   undefined_resamples=undefined)
+
+
+def _binary_effect(metric: Metric, pairs_by_problem: list[list[tuple[float, float]]], confidence: float) -> Effect:
+    """A difference of binary outcomes: Tango's score interval on the (design-effect adjusted) counts, in points."""
+    flat = [pair for pairs in pairs_by_problem for pair in pairs]
+    mean_a, mean_b = (sum(pair[i] for pair in flat) / len(flat) for i in (0, 1))
+    base: dict[str, Any] = {"metric": metric.name, "label": metric.label, "kind": metric.kind, "mean_a": mean_a,
+                            "mean_b": mean_b, "fewer": metric.fewer, "interval": "Tango score"}
+    if len(pairs_by_problem) < 2:
+        # One problem: how alike its repeats are cannot be told from it, so no interval (as for the bootstrap).
+        return Effect(**base, value=100 * (mean_a - mean_b), note="one problem: no interval")
+    found = paired_proportions(pairs_by_problem, confidence=confidence)
+    low, high = 100 * found.low, 100 * found.high
+    return Effect(**base, value=100 * found.estimate, low=low, high=high, detectable=not low <= 0 <= high,
+                  design_effect=found.design_effect)
 
 
 def _times(x: float) -> str:

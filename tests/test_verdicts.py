@@ -1,0 +1,320 @@
+"""The verdict rules of benchmarks/findings.py and ets_regime.py (benchmarks/verdicts.py), on synthetic data.
+
+Each rule gets a case that must read "reproduced", one "not reproduced" and one "inconclusive" (the magnitude rule
+also its "direction reproduced, magnitude not"); the paired-proportion interval is checked against Tango's own
+worked example and at no discordant pair; the vote behind maj@k groups equivalent answers. No engine runs: the
+benchmark scripts are imported (their engine starts only in main()).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ttscale.evals.metrics import majority_at_k
+from ttscale.proportions import paired_proportions, tango_interval
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _benchmark(name: str) -> ModuleType:
+    """Import benchmarks/<name>.py (the scripts import their sibling `verdicts` as a top-level module)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+v = _benchmark("verdicts")
+
+# -- synthetic pools (also used by the fail-before check of the report: the same inputs through the old rules) --
+
+RIGHT = "12"
+
+
+def grade(answer: str | None, _pid: str = "") -> bool:
+    """The task grader of these pools: 12 in any spelling is right."""
+    return answer is not None and answer.strip() in ("12", "12.0", "12.00")
+
+
+def pool(right: int, size: int = 32, *, dominant: int = 0, spread: tuple[int, ...] = ()) -> list[str]:
+    """One pool: `right` right answers (12 spelled three ways), a wrong answer `dominant` times, wrong answers
+    `spread` times each, the rest distinct wrong answers."""
+    answers = [("12", "12.0", "12.00")[i % 3] for i in range(right)] + ["7"] * dominant
+    for j, times in enumerate(spread):
+        answers += [f"{100 + j}"] * times
+    answers += [f"{1000 + j}" for j in range(size - len(answers))]
+    return answers
+
+
+def records(pools: list[list[str]]) -> list[list[dict[str, Any]]]:
+    """benchmarks/findings.py's records: one repeat, problem i with its pool as samples."""
+    return [[{"id": f"p{i}", "samples": [{"answer": a} for a in answers]} for i, answers in enumerate(pools)]]
+
+
+def never_wins(problems: int = 30) -> list[list[str]]:
+    """The right answer once in 32, a wrong one 26 times: every 8-sample vote has ≥ 2 of the wrong one, so maj@8 =
+    maj@32 = 0 exactly, while coverage grows from pass@8 = 0.25 to pass@32 = 1."""
+    return [pool(1, dominant=26) for _ in range(problems)]
+
+
+def drawn(rng: np.random.Generator, right: float, size: int = 32, *, wrong: tuple[float, ...] = ()) -> list[str]:
+    """A pool of independent samples: 12 (spelled three ways) with probability `right`, wrong answer j with
+    probability wrong[j], else a wrong answer no other sample gives."""
+    out = []
+    for i, u in enumerate(rng.random(size)):
+        edges = np.cumsum([right, *wrong])
+        j = int(np.searchsorted(edges, u, side="right"))
+        out.append(("12", "12.0", "12.00")[i % 3] if j == 0 else f"{100 + j}" if j <= len(wrong) else f"{1000 + i}")
+    return out
+
+
+def plateaued(problems: int = 30, seed: int = 0) -> list[list[str]]:
+    """Half the problems easy (12 at rate 0.75, wrong answers scattered: the vote has won by k = 8), half hard
+    (12 at rate 0.03 against one wrong answer at 0.9: the vote never finds it)."""
+    rng = np.random.default_rng(seed)
+    return ([drawn(rng, 0.75) for _ in range(problems // 2)]
+            + [drawn(rng, 0.03, wrong=(0.9,)) for _ in range(problems - problems // 2)])
+
+
+def still_rising(problems: int = 40, seed: int = 1) -> list[list[str]]:
+    """12 at rate 0.35 against two wrong answers at 0.2 each: more votes keep helping 12."""
+    rng = np.random.default_rng(seed)
+    return [drawn(rng, 0.35, wrong=(0.2, 0.2)) for _ in range(problems)]
+
+
+def curves(pools: list[list[str]], ks: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(maj@k, coverage@k) per problem, as findings.pool_findings computes them."""
+    from ttscale.evals.metrics import pass_at_k
+
+    majority = np.array([v.grouped_majority(p, grade, ks) for p in pools])
+    cover = np.array([[pass_at_k(n=len(p), c=sum(map(grade, p)), k=k) for k in ks] for p in pools])
+    return majority, cover
+
+
+KS = [1, 2, 4, 8, 16, 32]
+
+
+def heavy_tail(rng: np.random.Generator, problems: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, correct) of 32-sample pools whose per-problem rates have a long tail toward 0 (Beta(0.2, 2)): coverage
+    climbs slowly over every doubling, the shape exp(a·k^b) describes."""
+    return np.full(problems, 32), rng.binomial(32, rng.beta(0.2, 2.0, problems))
+
+
+def ceiling(rng: np.random.Generator, problems: int) -> tuple[np.ndarray, np.ndarray]:
+    """Half the problems solved at rate 0.4, half never: coverage flattens at 0.5 within a few doublings."""
+    return np.full(problems, 32), rng.binomial(32, np.where(rng.random(problems) < 0.5, 0.4, 0.0))
+
+
+# -- the paired-proportion interval ----------------------------------------------------------------------
+
+
+def test_tango_interval_reproduces_the_papers_worked_example() -> None:
+    # Tango (1998), Statistics in Medicine 17:891-908, section 6.1 (soft contact lenses, Table V): 44 pairs,
+    # a = 43 both effective, b = 0 new only, c = 1 standard only, d = 0. The paper prints, for the margin
+    # Δ = 0.1, the score statistic Z = 1.709 (one-sided p = 0.044) and the lower limit −0.096 of the 90% interval.
+    low, _ = tango_interval(0, 1, 44, confidence=0.90)
+    assert round(low, 3) == -0.096
+    # Z(−Δ) = 1.709 means −Δ = −0.1 is the lower limit at the confidence whose z is 1.709.
+    at_z = 2 * statistics.NormalDist().cdf(1.709) - 1
+    assert tango_interval(0, 1, 44, confidence=at_z)[0] == pytest.approx(-0.1, abs=2e-4)
+    # At Δ = 0 the statistic is McNemar's (b − c)/√(b + c) (the paper's section 6.2): 0 is a limit at that z.
+    b, c, n = 9, 2, 50
+    z = (b - c) / math.sqrt(b + c)
+    assert tango_interval(b, c, n, confidence=2 * statistics.NormalDist().cdf(z) - 1)[0] == pytest.approx(0, abs=1e-9)
+
+
+def test_no_discordant_pair_in_60_still_leaves_several_points_either_way() -> None:
+    low, high = tango_interval(0, 0, 60)
+    z2 = statistics.NormalDist().inv_cdf(0.975) ** 2
+    assert (low, high) == (pytest.approx(-z2 / (60 + z2)), pytest.approx(z2 / (60 + z2)))  # ±6.0 points
+    assert high - low > 0.1 and low < -0.05 and high > 0.05
+    one_each = paired_proportions([[(1.0, 1.0)]] * 40 + [[(0.0, 0.0)]] * 20)
+    assert (one_each.low, one_each.high, one_each.design_effect) == (pytest.approx(low), pytest.approx(high), 1.0)
+    # The same 60 pairs as 30 problems × 2 repeats: nothing says the repeats differ, so they count as copies.
+    repeats = paired_proportions([[(1.0, 1.0)] * 2] * 20 + [[(0.0, 0.0)] * 2] * 10)
+    assert repeats.design_effect == 2.0 and repeats.high == pytest.approx(tango_interval(0, 0, 30)[1])
+    # Repeats that disagree independently are counted as the pairs they are (design effect 1, not below).
+    rng = np.random.default_rng(0)
+    noisy = [[(float(rng.random() < 0.5), float(rng.random() < 0.5)) for _ in range(3)] for _ in range(40)]
+    assert paired_proportions(noisy).design_effect < 1.5
+
+
+# -- the accuracy rules ----------------------------------------------------------------------------------
+
+
+def test_equal_accuracy_needs_the_whole_interval_inside_the_margin() -> None:
+    assert v.equivalent((0.0, -0.004, 0.008)) == v.REPRODUCED
+    assert v.equivalent((0.05, 0.02, 0.08)) == v.NOT_REPRODUCED
+    assert v.equivalent((-0.05, -0.08, -0.02)) == v.NOT_REPRODUCED
+    assert v.equivalent((0.0, -0.06, 0.06)) == v.INCONCLUSIVE
+    # From records: 60 problems where both arms agree on every one. The old bootstrap gave [0, 0] here and the
+    # old rule read "equal"; the score interval is ±6 points: not evidence of equality.
+    both = np.array([[1.0]] * 40 + [[0.0]] * 20)
+    same = v.accuracy_difference(both, both)
+    assert same[0] == 0 and same[1] < -0.05 and same[2] > 0.05 and v.equivalent(same) == v.INCONCLUSIVE
+    # 2,000 problems in full agreement do bound the difference within a point; 40 more right of 200 do not.
+    many = np.ones((2000, 1))
+    assert v.equivalent(v.accuracy_difference(many, many)) == v.REPRODUCED
+    better = np.array([[1.0]] * 100 + [[0.0]] * 100)
+    worse = np.array([[1.0]] * 60 + [[0.0]] * 140)
+    assert v.equivalent(v.accuracy_difference(better, worse)) == v.NOT_REPRODUCED
+
+
+def test_not_worse_and_above() -> None:
+    assert v.not_worse((0.0, -0.008, 0.01)) == v.REPRODUCED
+    assert v.not_worse((-0.1, -0.15, -0.05)) == v.NOT_REPRODUCED
+    assert v.not_worse((0.0, -0.06, 0.06)) == v.INCONCLUSIVE
+    assert v.above((0.05, 0.01, 0.09), 0) == v.REPRODUCED
+    assert v.above((-0.05, -0.09, -0.01), 0) == v.NOT_REPRODUCED
+    assert v.above((0.05, -0.01, 0.09), 0) == v.INCONCLUSIVE
+
+
+# -- the magnitude rule (F5, F6) ----------------------------------------------------------------------------
+
+
+def test_magnitude_separates_the_direction_from_the_papers_factor() -> None:
+    paper = v.PAPER_KV_FACTOR  # 1.8x: reproduced needs the interval at or above √1.8 = 1.34x
+    assert v.magnitude((1.9, 1.5, 2.3), paper) == v.REPRODUCED
+    # The README's F5 row before this rule: 1.07x [1.01, 1.13] read "reproduced"; it is a cut, far from 1.8x.
+    assert v.magnitude((1.07, 1.01, 1.13), paper) == v.DIRECTION_ONLY
+    assert v.magnitude((0.8, 0.7, 0.9), paper) == v.NOT_REPRODUCED
+    assert v.magnitude((1.05, 0.95, 1.2), paper) == v.NOT_REPRODUCED  # excludes even half the paper's cut
+    assert v.magnitude((1.2, 0.9, 1.6), paper) == v.INCONCLUSIVE
+    assert v.magnitude((1.4, 1.1, 1.8), paper) == v.DIRECTION_MAGNITUDE_OPEN
+    # F6 against 3x (√3 = 1.73x): the README's A* row, tokens 0.69x [0.54, 0.88] = best-of-N/A* 1.45x [1.14, 1.85].
+    assert v.magnitude((1 / 0.69, 1 / 0.88, 1 / 0.54), v.PAPER_TOKEN_FACTOR) == v.DIRECTION_MAGNITUDE_OPEN
+
+
+def test_f5_and_f6_combine_cost_and_accuracy() -> None:
+    equal, unknown, worse = (0.0, -0.005, 0.005), (0.0, -0.06, 0.06), (-0.1, -0.15, -0.05)
+    assert v.kv_at_equal_accuracy((2.0, 1.7, 2.3), equal).verdict == v.REPRODUCED
+    found = v.kv_at_equal_accuracy((1.07, 1.01, 1.13), equal)
+    assert found.verdict == v.DIRECTION_ONLY and "paper 1.8x; reproduced needs CI ≥ 1.34x" in found.measured
+    assert v.kv_at_equal_accuracy((2.0, 1.7, 2.3), worse).verdict == v.NOT_REPRODUCED
+    # The old F5 reading: 1.07x with accuracy "+0.0 pts [+0.0, +0.0]"; with the score interval it is unknown.
+    assert v.kv_at_equal_accuracy((1.07, 1.01, 1.13), unknown).verdict == v.INCONCLUSIVE
+    assert v.fewer_tokens_at_matching_accuracy((3.2, 2.5, 4.0), (0.02, -0.005, 0.05)).verdict == v.REPRODUCED
+    assert v.fewer_tokens_at_matching_accuracy((1.07, 1.02, 1.12), equal).verdict == v.DIRECTION_ONLY
+    assert v.fewer_tokens_at_matching_accuracy((3.2, 2.5, 4.0), worse).verdict == v.NOT_REPRODUCED
+    assert v.fewer_tokens_at_matching_accuracy((3.2, 2.5, 4.0), unknown).verdict == v.INCONCLUSIVE
+
+
+# -- F1: the coverage law on held-out k -----------------------------------------------------------------------
+
+
+def test_f1_law_against_a_ceiling_on_held_out_k() -> None:
+    rng = np.random.default_rng(1)
+    found = v.coverage_law(*heavy_tail(rng, 100), 32, n_boot=400)
+    assert found.verdict == v.REPRODUCED, found
+    assert "held-out k=16,32" in found.measured and "fitted on k=1,2,4,8" in found.measured
+    # Coverage that levels off at 0.5: the old rule (coverage@32 − coverage@1 > 0) read "reproduced", as it does
+    # for every pool; the ceiling predicts k = 16, 32 and the law overshoots.
+    found = v.coverage_law(*ceiling(rng, 100), 32, n_boot=400)
+    assert found.verdict == v.NOT_REPRODUCED, found
+    found = v.coverage_law(*heavy_tail(rng, 5), 32, n_boot=400)
+    assert found.verdict == v.INCONCLUSIVE, found
+
+
+def test_saturating_fit_recovers_its_parameters() -> None:
+    k = np.array([1.0, 2.0, 4.0, 8.0])
+    s, p = v.saturating_fit((0.6 * (1 - 0.7**k))[None, :], k)
+    assert s[0] == pytest.approx(0.6, rel=0.01) and p[0] == pytest.approx(0.3, rel=0.01)
+
+
+# -- F2: the grouped vote and its plateau ---------------------------------------------------------------------
+
+
+def test_majority_at_k_groups_equivalent_answers() -> None:
+    answers = ["12", "12.0", "12.00", "7", "7"]
+    # Raw strings: three votes of one for 12 against two for 7, so the vote of all five is always 7.
+    assert majority_at_k(answers=answers, correct=[grade(a) for a in answers], k=5) == 0
+    assert v.vote_groups(answers) == ["12", "12", "12", "7", "7"]
+    assert v.grouped_majority(answers, grade, [5]) == [1.0]
+
+
+def test_vote_groups_count_as_majority_vote_does() -> None:
+    from ttscale.schema import Sample
+    from ttscale.selection import majority_vote
+
+    pools: list[Sequence[str | None]] = [["x+1", "1+x", "(x+1)", "2x", "2x", "\\frac{1}{2}"],
+                                         ["0.5", "1/2", "\\dfrac12", "3", "3", "3"],
+                                         ["12", "12.0", "7", "7", None, ""], *plateaued(6)]
+    for answers in pools:
+        groups = v.vote_groups(answers)
+        votes = {g: groups.count(g) for g in groups if g is not None}
+        winner = min(votes, key=lambda g: (-votes[g], groups.index(g)))
+        samples = [Sample(text="", answer=a, num_tokens=1) for a in answers]
+        prediction, totals = majority_vote(samples)
+        assert sorted(votes.values()) == sorted(totals.values()), answers
+        assert prediction is not None and v.vote_groups([prediction])[0] == winner, answers
+
+
+def test_f2_plateau_needs_positive_evidence() -> None:
+    majority, cover = curves(plateaued(), KS)
+    assert v.plateau(majority, cover, KS, n_boot=400).verdict == v.REPRODUCED
+    majority, cover = curves(still_rising(), KS)
+    found = v.plateau(majority, cover, KS, n_boot=400)
+    assert found.verdict == v.NOT_REPRODUCED and "maj@32 − maj@8" in found.measured
+    # A pool where the right answer never wins: maj@8 = maj@32 = 0, so the gain's interval is [0, 0] and coverage
+    # grows; the old rule ("the gain's interval covers 0") called it a plateau. A floor at 0 is not one.
+    majority, cover = curves(never_wins(), KS)
+    assert (majority[:, 3] == 0).all() and (majority[:, 5] == 0).all() and (cover[:, 5] > cover[:, 3]).all()
+    assert v.plateau(majority, cover, KS, n_boot=400).verdict == v.INCONCLUSIVE
+    # Too few problems to bound the gain within ±1 point.
+    majority, cover = curves(plateaued(2) + still_rising(2), KS)
+    assert v.plateau(majority, cover, KS, n_boot=400).verdict == v.INCONCLUSIVE
+
+
+def test_the_rules_on_intervals_alone() -> None:
+    grows, level = (0.3, 0.2, 0.4), (0.5, 0.4, 0.6)
+    assert v.plateau_rule((0.0, -0.005, 0.005), grows, level) == v.REPRODUCED
+    assert v.plateau_rule((0.05, 0.02, 0.08), grows, level) == v.NOT_REPRODUCED
+    assert v.plateau_rule((-0.05, -0.08, -0.02), grows, level) == v.NOT_REPRODUCED  # falling is no plateau
+    assert v.plateau_rule((0.0, -0.03, 0.03), grows, level) == v.INCONCLUSIVE
+    assert v.plateau_rule((0.0, 0.0, 0.0), grows, (0.0, 0.0, 0.0)) == v.INCONCLUSIVE  # a floor
+    assert v.plateau_rule((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), level) == v.INCONCLUSIVE  # nothing left to find
+
+
+def test_findings_pool_rows_use_the_rules() -> None:
+    findings = _benchmark("findings")
+    rows = {name.split()[0]: (verdict, text) for name, verdict, text in
+            findings.pool_findings(records(never_wins()), grade, 32)}
+    assert rows["F2"][0] == v.INCONCLUSIVE and "votes grouped by equivalence" in rows["F2"][1]
+    assert rows["F1"][0] in (v.REPRODUCED, v.NOT_REPRODUCED, v.INCONCLUSIVE) and "held-out" in rows["F1"][1]
+
+
+# -- ets_regime: the same F5 rule ----------------------------------------------------------------------------
+
+
+def test_ets_regime_reads_equal_accuracy_by_the_same_rule() -> None:
+    from ttscale.comparison import Arm, CompareOptions, Comparison
+    from ttscale.paired import compare_pair
+
+    ets_regime = _benchmark("ets_regime")
+
+    def arm(kv: float) -> dict[tuple[str, int], dict[str, Any]]:
+        # 60 problems × 3 repeats, right on the first 20 in both arms: no pair disagrees.
+        return {(f"p{p}", s): {"id": f"p{p}", "correct": p < 20, "info": {"rounds": []},
+                               "ledger": {"tree": {"reference_kv_tokens": kv * (100 + p), "nodes_per_depth": [1]}}}
+                for p in range(60) for s in range(3)}
+
+    rebase, ets = Arm(label="rebase n=16", records=arm(2.0)), Arm(label="ets n=16", records=arm(1.0))
+    pair = compare_pair(rebase.label, rebase.records, ets.label, ets.records)
+    _, rows = ets_regime.table(Comparison((rebase, ets), (pair,), CompareOptions()), 16, "n=16")
+    (row,) = rows
+    # KV cut exactly 2x, accuracy identical pair by pair: the old rule (interval [0, 0] within ±1 point) met the
+    # goal; the score interval (60 problems, repeats as copies) is ±6 points, so equality is not shown.
+    assert row["kv_ratio"] == pytest.approx(2.0) and row["delta_pts"] == 0
+    assert row["delta_low"] < -5 and row["delta_high"] > 5
+    assert row["verdict"] == v.INCONCLUSIVE and not row["met"]
