@@ -58,7 +58,7 @@ from ttscale.proportions import paired_proportions
 from ttscale.scaling import fit_coverage_from_samples
 from ttscale.scaling.coverage import LAW, pass_at_k
 from ttscale.scaling.result import fit_profile_curves
-from ttscale.selection import SYMBOLIC, normalize_answer
+from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -272,33 +272,18 @@ def vote_groups(answers: Sequence[str | None]) -> list[str | None]:
     """Each answer's vote group as `ttscale.selection.majority_vote` counts it (None: abstains).
 
     The key is `normalize_answer` (the grader's canonical form, exact values for numbers: 12, 12.0 and 12.00 are
-    one vote), and groups math-verify calls equal are folded as `selection._merge_symbolic` folds vote totals:
-    the `SYMBOLIC.groups` most-voted groups by (votes, first appearance), two exact numbers never compared, each
-    group joining the first leader it equals. That function folds totals and keeps no per-answer mapping, which
-    maj@k over subsets of the pool needs, so the fold is repeated here with the same settings.
+    one vote), and groups math-verify calls equal are folded by the vote's own rule
+    (`ttscale.selection.symbolic_leaders`, over the `SYMBOLIC.groups` most-voted groups).
     """
     from ttscale.verifiers.canonical import exact_number
-    from ttscale.verifiers.grading import math_equal_many, math_verify_available
 
     keys = [normalize_answer(a) if a is not None else "" for a in answers]
     votes = Counter(k for k in keys if k)
     first = {k: keys.index(k) for k in votes}
     ranked = sorted(votes, key=lambda k: (-votes[k], first[k]))[: SYMBOLIC.groups]
     literal = {k for k in ranked if exact_number(k) is not None}
-    pairs = [(a, b) for i, b in enumerate(ranked) for a in ranked[:i] if not (a in literal and b in literal)]
     leader_of = {k: k for k in votes}
-    if pairs and math_verify_available():
-        shown = {k: answers[first[k]] or "" for k in ranked}
-        same = math_equal_many([(shown[b], shown[a]) for a, b in pairs], timeout=SYMBOLIC.pair_timeout,
-                               within=SYMBOLIC.within)
-        equal = {pair for pair, yes in zip(pairs, same, strict=True) if yes}
-        leaders: list[str] = []
-        for key in ranked:
-            leader = next((lead for lead in leaders if (lead, key) in equal), None)
-            if leader is None:
-                leaders.append(key)
-            else:
-                leader_of[key] = leader
+    leader_of.update(symbolic_leaders(ranked, {k: answers[first[k]] or "" for k in ranked}, literal))
     return [leader_of[k] if k else None for k in keys]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ttscale.schema import Sample
@@ -95,32 +95,41 @@ def _vote(samples: Sequence[Sample], *, weighted: bool) -> tuple[str | None, dic
 def _merge_symbolic(
     totals: dict[str, float], first_seen: dict[str, int], shown: dict[str, str], literal: set[str]
 ) -> None:
-    """Fold groups math-verify calls equal ("(x+1)^2" and "x^2+2x+1") into the better-voted one, in place.
-
-    Two exact numbers are never compared: their keys are their exact values, already equal or not. The
-    fold is deterministic for a given sample order: groups are visited by (votes, first appearance) and
-    each joins the first leader it equals, so equality is never chained through a third answer.
-    """
+    """Fold groups math-verify calls equal ("(x+1)^2" and "x^2+2x+1") into the better-voted one, in place."""
     ranked = sorted(totals, key=lambda k: (-totals[k], first_seen[k]))[: SYMBOLIC.groups]
+    for key, leader in symbolic_leaders(ranked, shown, literal).items():
+        totals[leader] += totals.pop(key)
+        first_seen[leader] = min(first_seen[leader], first_seen.pop(key))
+
+
+def symbolic_leaders(ranked: Sequence[str], shown: Mapping[str, str], literal: set[str]) -> dict[str, str]:
+    """{group key: the leader it folds into} for the vote groups math-verify calls equal to a better-voted one.
+
+    `ranked`: group keys by (votes, first appearance), at most `SYMBOLIC.groups` of them; `shown`: each group's
+    first answer; `literal`: the keys that are exact numbers. Two exact numbers are never compared: their keys
+    are their exact values, already equal or not. Each group joins the first leader it equals, so equality is
+    never chained through a third answer, and the fold is deterministic for a given sample order. Shared by
+    the vote and by analyses that need each answer's group (maj@k over sub-pools, benchmarks/verdicts.py).
+    """
     pairs = [(a, b) for i, b in enumerate(ranked) for a in ranked[:i] if not (a in literal and b in literal)]
     from ttscale.verifiers.grading import math_equal_many, math_verify_available
 
     # Without math-verify (a bare install) votes keep the exact-value keys: still correct, less merged.
     if not pairs or not math_verify_available():
-        return
-
+        return {}
     verdicts = math_equal_many(
         [(shown[b], shown[a]) for a, b in pairs], timeout=SYMBOLIC.pair_timeout, within=SYMBOLIC.within
     )
     equal = {pair for pair, same in zip(pairs, verdicts, strict=True) if same}
     leaders: list[str] = []
+    folded: dict[str, str] = {}
     for key in ranked:
         leader = next((lead for lead in leaders if (lead, key) in equal), None)
         if leader is None:
             leaders.append(key)
-            continue
-        totals[leader] += totals.pop(key)
-        first_seen[leader] = min(first_seen[leader], first_seen.pop(key))
+        else:
+            folded[key] = leader
+    return folded
 
 
 def best_scored(samples: Sequence[Sample]) -> Sample | None:
