@@ -33,6 +33,28 @@ GSM8K_INSTRUCTION = (
 )
 
 
+#: What a MATH-style benchmark suggests (`ttscale.params.task_defaults`). search-and-learn's MATH-500 settings
+#: (huggingface/search-and-learn, src/sal/config.py: max_tokens 2048, num_iterations 40) cap every step's request
+#: at that same max_tokens (src/sal/search/beam_search.py `_beam_search`; diverse_verifier_tree_search.py: 2048),
+#: so a step is cut only where the whole solution would be; GenRM's verification chains get 1024 tokens
+#: (sc-genrm-scaling's MATH setting). The sequential strategies' answer is a whole solution too: NoThinking's
+#: answer is the solution written after the prefilled thought (Ma et al. 2025, §3.1), and s1 caps its answer
+#: only by max_gen_toks (32768, eval/commands.sh), leaving at least 100 tokens (vllm_causallms.py, thinking
+#: `auto`); so `answer_tokens` is the solution's cap, not the arithmetic 256 that cut MATH answers short.
+MATH_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("max_tokens", 2048), ("step_tokens", 2048), ("max_steps", 40), ("verify_tokens", 1024), ("answer_tokens", 2048),
+)
+#: Grade-school solutions are shorter: half of MATH's token cap (a step and an answer alike), the same depth.
+GSM8K_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("max_tokens", 1024), ("step_tokens", 1024), ("max_steps", 40), ("verify_tokens", 1024), ("answer_tokens", 1024),
+)
+#: AIME's answers are longer: NoThinking's budget-controlled comparisons on its math sets, AIME among them, run
+#: to about 3,500 tokens an answer (Ma et al. 2025, §3.3), past MATH's 2048, so an answer gets 4096; the search
+#: settings stay search-and-learn's MATH ones (it ran no AIME).
+AIME_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("max_tokens", 2048), ("step_tokens", 2048), ("max_steps", 40), ("verify_tokens", 1024), ("answer_tokens", 4096),
+)
+
 SPECS: dict[str, DatasetSpec] = {
     "gsm8k": DatasetSpec(
         name="gsm8k",
@@ -42,8 +64,7 @@ SPECS: dict[str, DatasetSpec] = {
         instruction=GSM8K_INSTRUCTION,
         final_number=True,
         repair_escapes=True,
-        # Grade-school solutions are shorter: half of MATH's token cap, the same search depth.
-        param_defaults=(("max_tokens", 1024), ("max_steps", 40), ("verify_tokens", 1024)),
+        param_defaults=GSM8K_DEFAULTS,
     ),
     "math500": DatasetSpec(
         name="math500",
@@ -53,6 +74,7 @@ SPECS: dict[str, DatasetSpec] = {
         level_field="level",
         meta_fields=("subject",),
         repair_escapes=True,
+        param_defaults=MATH_DEFAULTS,
     ),
     "aime24": DatasetSpec(
         name="aime24",
@@ -63,6 +85,7 @@ SPECS: dict[str, DatasetSpec] = {
         meta_fields=("url",),
         grading="integer",
         repair_escapes=True,
+        param_defaults=AIME_DEFAULTS,
     ),
     "aime25": DatasetSpec(
         name="aime25",
@@ -71,6 +94,7 @@ SPECS: dict[str, DatasetSpec] = {
         id_field="id",
         grading="integer",
         repair_escapes=True,
+        param_defaults=AIME_DEFAULTS,
     ),
 }
 
@@ -238,6 +262,7 @@ def jsonl_task(
         id_field=next((f for f in ("id", "unique_id") if f in first), None),
         level_field="level" if isinstance(first.get("level"), int) else None,
         reference_format="auto",
+        param_defaults=MATH_DEFAULTS,  # asked as MATH is (a boxed answer): MATH's suggestions
     )
     return DatasetTask(spec, path=file)
 

@@ -1,20 +1,27 @@
 """Budget forcing: control how long a reasoning model thinks.
 
 Muennighoff, Yang, Shi, Li, Fei-Fei, Hajishirzi, Zettlemoyer, Liang, Candès, Hashimoto, "s1: Simple
-test-time scaling", arXiv:2501.19393 (2025), §3.1; reference code simplescaling/s1 (`eval/generate.py`).
+test-time scaling", arXiv:2501.19393 (2025), §3.1; reference code simplescaling/s1 (its lm-evaluation-harness
+fork, `eval/lm-evaluation-harness/lm_eval/models/vllm_causallms.py`, `_model_generate`).
 
 Symbols: B_think the thinking budget in tokens (`thinking_budget`); W the most times the end of thinking is
 suppressed (`waits`); m the length below which it is suppressed (`min_thinking`; none = every time, up to W:
 s1's "ignore end-of-thinking W times"); the wait word w ("Wait"); the answer cue a ("Final Answer:").
 Per chain (N chains in parallel, `n`):
-1. think: generate from the prompt and the opened thinking block, at most B_think − used tokens, stopping at
-   the end-of-thinking delimiter;
+1. think: generate from the prompt and the opened thinking block, at most B_think − (tokens in the block)
+   tokens, stopping at the end-of-thinking delimiter;
 2. if the model ended its thinking by itself, with fewer than W waits so far and fewer than m tokens thought,
    append w and go to 1 (the thinking goes on from where it stopped);
-3. otherwise — it ended and may stop, or the budget cut it — append the delimiter and a, and generate the
-   answer (at most `answer_tokens`).
-The thinking never passes B_think tokens, the forced words included. Chains are selected by majority vote.
-Every request goes through the ledger: thinking and answer tokens are metered and counted apart.
+3. if it ended and may stop: append the delimiter; if the budget cut it: append a newline (unless the thought
+   ends with one, or the delimiter begins with one), the delimiter and a — s1's cue, which keeps a model that
+   was cut off from thinking on in its answer;
+4. generate the answer (at most `answer_tokens`).
+The thinking block never passes B_think tokens, the forced words included (s1 caps the thought it forced words
+into). Chains are selected by majority vote. Every request goes through the ledger: thinking and answer tokens
+are metered and counted apart. Tokens are counted as the ledger meters them: a chain's `thinking_tokens` and
+its sample's `num_tokens` are what the model generated (its share of the ledger's `thinking_tokens` and
+`generated_tokens`); the forced words are prompt tokens of the request after them, counted apart as
+`forced_tokens` in the chain's info and in the ledger. s1's thought length is `thinking_tokens + forced_tokens`.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from ttscale.context import Context
 from ttscale.params import check_positive, strategy
 from ttscale.schema import Answer, Problem, Sample
 from ttscale.selection import majority_vote
-from ttscale.thinking import ThinkingFormat, ThinkingParams, answer_after, sampling, thinking_format
+from ttscale.thinking import ThinkingFormat, ThinkingParams, answer_after, closing, sampling, thinking_format
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,13 +42,17 @@ class BudgetForcingParams(ThinkingParams):
     """s1's budget forcing: a thinking budget, and "Wait" where the model would stop thinking too early."""
 
     thinking_budget: int = 1024
-    """B_think: tokens the thinking may take at most (forced words included)."""
+    """B_think: tokens the thinking block may hold at most (forced words included)."""
     waits: int = 0
     """W: times the end of thinking is replaced by the wait word at most (0 = never: the budget only caps)."""
     min_thinking: int | None = None
-    """m: replace the end of thinking only while fewer tokens were thought; None = every time, up to W."""
+    """m: replace the end of thinking only while fewer tokens were thought; None = every time, up to W (needs
+    W ≥ 1)."""
     wait_word: str = "Wait"
     """What replaces the end of thinking (s1: "Wait")."""
+    answer_cue: str = "\\nFinal Answer: "
+    """Text after the end of thinking when the budget cut the thinking, before the answer (s1's cue); a model
+    that ended its thinking by itself answers after the delimiter alone, as in s1."""
     n: int = 1
     """Chains thinking in parallel, selected by majority vote."""
 
@@ -52,6 +63,9 @@ class BudgetForcingParams(ThinkingParams):
         check_positive("min_thinking", self.min_thinking, allow_none=True)
         if self.waits < 0:
             raise ValueError(f"waits must be ≥ 0, got {self.waits}")
+        if self.min_thinking is not None and self.waits == 0:  # m only says when a wait is forced: none are
+            raise ValueError(f"min_thinking needs waits ≥ 1, got min_thinking={self.min_thinking} with waits=0 "
+                             f"(give waits ≥ 1, or leave min_thinking unset)")
         if not self.wait_word:
             raise ValueError("wait_word must be non-empty")
 
@@ -71,10 +85,10 @@ async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> t
     prefix = ctx.prompt() + ctx.engine.tokenize(fmt.open)
     thinking: list[int] = []  # the thought so far, as the next request continues it (delimiters left out)
     wait = ctx.engine.tokenize(p.wait_word)
-    used = waits = 0
+    used = waits = 0  # generated thinking tokens; forced words
     ended_at: int | None = None  # tokens thought when the model first ended its thinking by itself
-    cut = False
-    while (left := p.thinking_budget - used) > 0:
+    cut = True  # until the model ends its thinking and may stop: a budget that ran out first cut it
+    while (left := p.thinking_budget - used - waits * len(wait)) > 0:
         generation = await ctx.generate(prefix + thinking, sampling(p, max_tokens=left, stop=(fmt.close,)),
                                         phase="thinking")
         if not generation.completions:  # the problem's budget is spent
@@ -83,24 +97,28 @@ async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> t
         used += step.num_tokens
         thinking += ctx.engine.tokenize(step.text)
         if step.finish_reason != "stop":  # B_think (or the context) cut the thinking: the answer is forced
-            cut = True
             break
         ended_at = used if ended_at is None else ended_at
         below_minimum = p.min_thinking is None or used < p.min_thinking
-        if waits >= p.waits or not below_minimum or used + len(wait) > p.thinking_budget:
+        if waits >= p.waits or not below_minimum or p.thinking_budget - used - waits * len(wait) < len(wait):
+            cut = False
             break
         thinking += wait
-        used += len(wait)
         waits += 1
+        ctx.budget.tally("forced_tokens", len(wait))  # prompt tokens of the next request, not generated ones
+    # (The loop ends without a break only when a forced word filled B_think: that thinking was cut too.)
     if not thinking and ctx.budget.exhausted:
         return None
-    closed = prefix + thinking + ctx.engine.tokenize(fmt.close)
-    answers = await answer_after(ctx, p, closed)
+    thought = ctx.engine.detokenize(thinking)
+    # s1 closes a cut thought on a line of its own and cues the answer; a finished one gets the delimiter alone.
+    ending = closing(thought, fmt.close) if cut else fmt.close
+    answers = await answer_after(ctx, p, prefix + thinking + ctx.engine.tokenize(ending), cue=cut)
     if not answers:
         return None
     final = answers[0]
     sample = ctx.sample(final)  # the answer is read from the answer segment
-    text = ctx.engine.detokenize(thinking) + fmt.close + p.answer_cue + final.text
-    info = {"thinking_tokens": used, "waits": waits, "thinking_cut": cut, "ended_at": ended_at,
-            "answer_tokens": final.num_tokens}
+    forced = waits * len(wait)
+    text = thought + ending + (p.answer_cue if cut else "") + final.text
+    info = {"thinking_tokens": used, "forced_tokens": forced, "waits": waits, "thinking_cut": cut,
+            "ended_at": ended_at, "answer_tokens": final.num_tokens}
     return replace(sample, text=text, num_tokens=used + final.num_tokens), info

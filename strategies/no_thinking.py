@@ -1,13 +1,16 @@
 """NoThinking: skip the thinking, sample answers in parallel, select.
 
 Ma, He, Snell, Griggs, Min, Zaharia, "Reasoning Models Can Be Effective Without Thinking",
-arXiv:2504.09858 (2025), §3. The thinking block is prefilled as finished — the paper's dummy thought
-"Okay, I think I have finished thinking." and the end-of-thinking delimiter — so the model writes its
-answer at once; N answers are sampled in parallel (one request) and one is selected: majority vote, or the
-best score of a verifier (the paper's pass@k / best-of-N with a verifier).
+arXiv:2504.09858 (2025), §3.1 and §4.1.
 
 Symbols: N answers (`n`; None = as many as the budget pays for at `answer_tokens` each, the rule every
 pool strategy uses, so NoThinking and thinking strategies compare at matched tokens: the ledger meters both).
+1. prefill the thinking block as finished, as the paper's
+   "<|beginning_of_thinking|>\\nOkay, I think I have finished thinking.\\n<|end_of_thinking|>": the dummy
+   thought on a line of its own between the model's delimiters (a plain-text delimiter that brings its own
+   newline gets no second one), so the model writes its answer at once;
+2. sample N answers in parallel (one request, at most `answer_tokens` each);
+3. select one: majority vote, or the best score of a verifier (the paper's best-of-N with a verifier).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ttscale.params import check_positive, strategy
 from ttscale.sampling import vote_or_verify
 from ttscale.schema import Answer, Problem
 from ttscale.search.score import check_verifier_spec
-from ttscale.thinking import ThinkingParams, sampling, thinking_format
+from ttscale.thinking import ThinkingParams, finished_thinking, sampling, thinking_format
 
 #: The paper's prefilled thought.
 DUMMY_THOUGHT = "Okay, I think I have finished thinking."
@@ -48,7 +51,8 @@ class NoThinkingParams(ThinkingParams):
 @strategy(NoThinkingParams)
 async def no_thinking(problem: Problem, ctx: Context, p: NoThinkingParams) -> Answer:
     fmt = thinking_format(ctx, p)
-    prefill = ctx.engine.tokenize(fmt.open + p.thought + fmt.close + p.answer_cue)
+    opened = ctx.engine.detokenize(ctx.prompt()) + fmt.open  # where the template opened the block, its newline
+    prefill = ctx.engine.tokenize(fmt.open + finished_thinking(opened, p.thought, fmt.close) + p.answer_cue)
     n = p.n if p.n is not None else ctx.budget.affordable_samples(p.answer_tokens)
     if n < 1:
         # As every pool strategy, nothing is drawn when the budget pays for no sample; the record says why (a

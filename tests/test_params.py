@@ -53,10 +53,12 @@ def test_task_defaults_fill_what_the_strategy_has_capped_by_a_token_budget(tmp_p
     from ttscale.search.search import SearchParams
 
     math = _math_task(tmp_path)
-    # search-and-learn's MATH settings: 2048-token solutions, 40 iterations.
-    assert task_defaults(SearchParams, task=math, budget=Budget.parse("8k")) == {"max_tokens": 2048, "max_steps": 40}
-    # A budget below one solution's cap pays for one shorter solution, not for none.
-    assert task_defaults(SearchParams, task=math, budget=Budget.parse("1000"))["max_tokens"] == 1000
+    # search-and-learn's MATH settings: 2048-token solutions, each step capped at the same 2048, 40 iterations.
+    assert task_defaults(SearchParams, task=math, budget=Budget.parse("8k")) == {
+        "max_tokens": 2048, "step_tokens": 2048, "max_steps": 40}
+    # A budget below one solution's cap pays for one shorter solution, not for none (and a step is part of it).
+    capped = task_defaults(SearchParams, task=math, budget=Budget.parse("1000"))
+    assert (capped["max_tokens"], capped["step_tokens"]) == (1000, 1000)
     assert task_defaults(PoolParams, task=math, budget=Budget.parse("8k")) == {"max_tokens": 2048}  # no max_steps
     assert task_defaults(SearchParams, task=load_task("arithmetic"), budget=Budget.parse("8k")) == {}
 

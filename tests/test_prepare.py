@@ -22,7 +22,8 @@ def _math_spec(tmp_path: Path, **changes: object) -> RunSpec:
 def test_a_new_run_gets_the_task_defaults_explicitly_and_the_user_wins(tmp_path: Path) -> None:
     prepared = prepare(_math_spec(tmp_path, params={"max_steps": "5"}))
     assert (prepared.params.max_tokens, prepared.params.max_steps) == (2048, 5)
-    assert prepared.spec.params == {"max_tokens": 2048, "max_steps": "5"}  # what config.json stores
+    assert prepared.params.step_tokens == 2048  # a MATH step is capped as the whole solution (search-and-learn)
+    assert prepared.spec.params == {"max_tokens": 2048, "step_tokens": 2048, "max_steps": "5"}  # config.json
     small = prepare(_math_spec(tmp_path, budget="500"))
     assert small.params.max_tokens == 500 and small.ledger().affordable_samples(500) == 1  # one path paid for
     assert prepare(RunSpec(strategy="beam", task="arithmetic")).params.max_tokens == 256  # no suggestion

@@ -14,8 +14,17 @@ from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.engine.base import HFTokenizerMixin
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.schema import Completion
-from ttscale.thinking import PLAIN_CLOSE, PLAIN_OPEN, ThinkingParams, tally_phases, thinking_format, thought_length
+from ttscale.schema import Completion, Generation, SamplingParams
+from ttscale.thinking import (
+    PLAIN_CLOSE,
+    PLAIN_OPEN,
+    ThinkingParams,
+    closing,
+    finished_thinking,
+    tally_phases,
+    thinking_format,
+    thought_length,
+)
 
 TASK = ArithmeticTask(levels=(1,), per_level=1)
 #: Qwen3-like: the generation prompt opens the thinking block (as DeepSeek-R1 distills' templates do).
@@ -97,3 +106,43 @@ def test_a_completion_is_split_at_the_models_end_of_thinking(folder: Path) -> No
     tally_phases(ctx, fmt, [both, cut])
     assert ctx.budget.extra["thinking_tokens"] == len(thought) + cut.num_tokens
     assert ctx.budget.extra["answer_tokens"] == len(answer)
+
+
+def test_a_delimiter_closes_a_thought_on_a_line_of_its_own_with_no_newline_doubled() -> None:
+    assert closing("I add 2", "</think>") == "\n</think>"  # s1: a newline before the end of a cut thought
+    assert closing("I add 2\n", "</think>") == "</think>"  # ... unless the thought ends with one
+    assert closing("I add 2", PLAIN_CLOSE) == PLAIN_CLOSE  # ... or the delimiter begins with one
+    thought = "Okay, I think I have finished thinking."
+    assert finished_thinking("...<think>\n", thought, "</think>") == thought + "\n</think>"
+    assert finished_thinking("...<think>", thought, "</think>") == "\n" + thought + "\n</think>"
+    assert finished_thinking("...<think>\n", thought, PLAIN_CLOSE) == thought + "\n</think>\n"
+
+
+class _Recording(_Tokenizer):
+    """The tokenizer, and a `generate` that keeps each prompt and answers "5"."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        self.prompts: list[list[int]] = []
+
+    async def generate(self, prompt: Any, params: SamplingParams, **kwargs: Any) -> Generation:
+        self.prompts.append(list(prompt))
+        answer = Completion(text="5", token_ids=tuple(self.tokenize("5")))
+        return Generation(completions=(answer,) * params.n, prompt_tokens=len(prompt))
+
+
+@pytest.mark.parametrize("template", [OPENING_TEMPLATE, PLAIN_TEMPLATE], ids=["template-opens", "model-token-opens"])
+def test_no_thinking_prefills_the_papers_block_with_the_models_tokens(folder: Path, template: str) -> None:
+    import asyncio
+
+    from ttscale.strategies.no_thinking import NoThinkingParams, no_thinking
+
+    tokenizer = _tokenizer(folder, think_tokens=True, template=template)
+    engine = _Recording(tokenizer)
+    ctx = Context(problem=TASK.problems()[0], task=TASK, engine=engine, ledger=Ledger(Budget.parse(1000)))  # type: ignore[arg-type]
+    asyncio.run(no_thinking(ctx.problem, ctx, NoThinkingParams(n=1, answer_tokens=8)))
+    [prompt] = engine.prompts
+    # Ma et al. 2025: "<|beginning_of_thinking|>\nOkay, I think I have finished thinking.\n<|end_of_thinking|>".
+    paper = "<|im_start|>assistant\n<think>\nOkay, I think I have finished thinking.\n</think>"
+    assert tokenizer.decode(prompt).endswith(paper)
+    assert prompt[-1] == tokenizer.convert_tokens_to_ids("</think>")  # the model's own token ends it

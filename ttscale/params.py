@@ -82,20 +82,27 @@ def task_defaults(cls: type[Any], *, task: Any, budget: Any) -> dict[str, Any]:
     """The values `task` suggests for the fields of `cls` (a strategy's Params), capped by `budget`.
 
     A task may suggest parameters through a `param_defaults()` method (MATH-style benchmarks: solutions of
-    up to 2048 tokens and 40 search steps, as search-and-learn runs them; the arithmetic task suggests
-    none). Only fields `cls` has are taken. `max_tokens` is capped at a token budget, so that a budget
-    below the suggestion still pays for one (shorter) solution instead of none. This is the one place
-    such defaults are resolved: `prepare` uses it for a new run, `ttscale sweep` per cell (through
-    `prepare`), and `adaptive` for the strategy it routes to, at the budget of the policy row it was
-    learned at. An explicit parameter always wins: callers merge these *under* the user's values.
+    up to 2048 tokens, each step capped at the same 2048 and 40 search steps, as search-and-learn runs them,
+    and answers of a whole solution for the sequential strategies; the arithmetic task suggests none). Only
+    fields `cls` has are taken. Under a token budget, `max_tokens` (one solution) and `answer_tokens` (one
+    answer) are capped at the budget, so that a budget below the suggestion still pays for one shorter
+    solution or answer instead of none, and `step_tokens` at that `max_tokens` (a step is part of a solution).
+    This is the one place such defaults are resolved: `prepare` uses it for a new run, `ttscale sweep` per
+    cell (through `prepare`), and `adaptive` for the strategy it routes to, at the budget of the policy row it
+    was learned at. An explicit parameter always wins: callers merge these *under* the user's values.
     """
     from ttscale.evals.base import param_defaults
 
     suggested = param_defaults(task)
     names = {f.name for f in dataclasses.fields(cls) if f.init}
     out = {k: v for k, v in suggested.items() if k in names}
-    if "max_tokens" in out and getattr(budget, "unit", None) == "tokens":
-        out["max_tokens"] = max(1, min(int(out["max_tokens"]), int(budget.limit)))
+    if getattr(budget, "unit", None) == "tokens":
+        limit = max(1, int(budget.limit))
+        for name in ("max_tokens", "answer_tokens"):
+            if name in out:
+                out[name] = max(1, min(int(out[name]), limit))
+        if "step_tokens" in out:
+            out["step_tokens"] = max(1, min(int(out["step_tokens"]), int(out.get("max_tokens", limit))))
     if "task_defaults" in names:  # a strategy that routes to others (adaptive) passes the suggestions on
         out["task_defaults"] = True
     return out

@@ -34,9 +34,10 @@ class ThinkingParams:
     think_close: str = AUTO
     """The end-of-thinking delimiter; `auto` = `</think>` where the tokenizer has it, else `\\n</think>\\n`."""
     answer_cue: str = "\\nFinal Answer: "
-    """Text appended after the end of thinking, before the answer is generated (s1's cue)."""
+    """Text after the end of thinking that cues the answer (s1's cue); each strategy says when it is added."""
     answer_tokens: int = 256
-    """Tokens of the answer segment at most."""
+    """Tokens of the answer segment at most (a MATH-style task suggests a whole solution's: `ttscale list --params
+    NAME --task TASK`)."""
     temperature: float = 0.6
     """Sampling temperature of thinking and answer (Qwen3's recommendation for thinking)."""
     top_p: float = 0.95
@@ -112,12 +113,29 @@ def sampling(p: ThinkingParams, *, max_tokens: int, stop: tuple[str, ...] = (), 
     return SamplingParams(n=n, temperature=p.temperature, top_p=p.top_p, max_tokens=max_tokens, stop=stop)
 
 
-async def answer_after(ctx: Context, p: ThinkingParams, prefix: list[int], *, n: int = 1) -> list[Completion]:
-    """The answer segment(s) after a closed thinking block: `prefix` ends with the delimiter; the cue is added."""
-    prompt = prefix + ctx.engine.tokenize(p.answer_cue)
+def closing(thought: str, close: str) -> str:
+    """The delimiter that ends `thought`, on a line of its own: a newline first unless the thought ends with one or
+    the delimiter begins with one (the plain `\\n</think>\\n` does), as s1 closes a thought the budget cut."""
+    return close if thought.endswith("\n") or close.startswith("\n") else "\n" + close
+
+
+def finished_thinking(before: str, thought: str, close: str) -> str:
+    """A prefilled thinking block after its opening (`before` is the text up to and with the opening delimiter):
+    the thought on lines of its own and the delimiter, as NoThinking's "<|beginning_of_thinking|>\\nOkay, I think
+    I have finished thinking.\\n<|end_of_thinking|>" (Ma et al. 2025, §3.1), with no newline doubled."""
+    lead = "" if before.endswith("\n") or not before else "\n"
+    return lead + thought + closing(thought, close)
+
+
+async def answer_after(
+    ctx: Context, p: ThinkingParams, prefix: list[int], *, n: int = 1, cue: bool = True
+) -> list[Completion]:
+    """The answer segment(s) after a closed thinking block: `prefix` ends with the delimiter; the answer cue is
+    added where `cue` (s1 adds it only after a thinking the budget cut)."""
+    prompt = prefix + ctx.engine.tokenize(p.answer_cue) if cue else list(prefix)
     generation = await ctx.generate(prompt, sampling(p, max_tokens=p.answer_tokens, n=n), phase="answer")
     return list(generation.completions)
 
 
-__all__ = ["AUTO", "ThinkingFormat", "ThinkingParams", "answer_after", "sampling", "tally_phases", "thinking_format",
-           "thought_length"]
+__all__ = ["AUTO", "ThinkingFormat", "ThinkingParams", "answer_after", "closing", "finished_thinking", "sampling",
+           "tally_phases", "thinking_format", "thought_length"]

@@ -59,25 +59,36 @@ def test_budget_forcing_caps_the_thinking_and_forces_waits_as_configured(sync_en
     record = ledger.to_dict()
     chains = answer.info["chains"]
     assert len(chains) == len(answer.samples) == 2
+    wait = len(sync_engine.engine.tokenize("Wait"))
     for chain, sample in zip(chains, answer.samples, strict=True):
-        assert chain["thinking_tokens"] <= 64  # forced words included
-        assert "\n</think>\n\nFinal Answer: " in sample.text  # every sample has its answer segment
+        # The thinking block holds the generated tokens and the forced words, which are prompt tokens.
+        assert chain["forced_tokens"] == chain["waits"] * wait
+        assert chain["thinking_tokens"] + chain["forced_tokens"] <= 64  # forced words included
+        assert sample.num_tokens == chain["thinking_tokens"] + chain["answer_tokens"]  # generated ones only
+        assert "\n</think>\n" in sample.text  # every sample has its answer segment ...
+        # ... cued only where the budget cut the thinking (s1)
+        assert ("\n</think>\n\nFinal Answer: " in sample.text) == chain["thinking_cut"]
         thought = sample.text.split("\n</think>\n")[0]
         assert thought.count("Wait") >= chain["waits"]  # the forced ones (the model may write more)
         # Fewer waits than asked only when the budget cut the thinking, or left no room for another forced word
         # (the model stopped by itself within len("Wait") tokens of the budget: seen at temperature 0.8).
-        no_room = chain["thinking_tokens"] + len(sync_engine.engine.tokenize("Wait")) > 64
+        no_room = chain["thinking_tokens"] + chain["forced_tokens"] + wait > 64
         assert chain["waits"] <= 2 and (chain["waits"] == 2 or chain["thinking_cut"] or no_room)
     thinking = [r for r in engine.requests if r[1].stop == ("\n</think>\n",)]
-    answers = [r for r in engine.requests if r[0].endswith("\n</think>\n\nFinal Answer: ")]
+    answers = [r for r in engine.requests if r[1].stop != ("\n</think>\n",)]
+    cued = [r for r in answers if r[0].endswith("\n</think>\n\nFinal Answer: ")]
+    assert all(r in cued or r[0].endswith("\n</think>\n") for r in answers)
+    assert len(cued) == sum(c["thinking_cut"] for c in chains)
     waits = sum(c["waits"] for c in chains)
     assert len(answers) == 2 and waits <= len(thinking) <= waits + 2  # a request per wait, and one to end on
     # The forced word is where the model had stopped: each continuation's prompt ends with it.
     assert sum(r[0].endswith("Wait") for r in thinking) == waits
-    # The ledger's thinking + answer tokens are exactly the engine's counts.
+    # The ledger's thinking + answer tokens are exactly the engine's counts; the forced words are counted apart.
     count = lambda reqs: sum(c.num_tokens for r in reqs for c in r[2].completions)  # noqa: E731
     assert record["thinking_tokens"] == count(thinking) and record["answer_tokens"] == count(answers)
     assert record["thinking_tokens"] + record["answer_tokens"] == record["generated_tokens"]
+    assert record["generated_tokens"] == sum(s.num_tokens for s in answer.samples)
+    assert record.get("forced_tokens", 0) == waits * wait
 
 
 @pytest.mark.slow

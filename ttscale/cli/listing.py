@@ -20,7 +20,7 @@ def register_list(sub: Any) -> None:
                    "type, default and what each does")
     p.add_argument("--task", help="with --params: also show what this task suggests (e.g. math500: max_tokens=2048)")
     p.add_argument("--budget", help="with --params --task: the per-problem budget that caps the "
-                   "suggested max_tokens (default 8k)")
+                   "suggested max_tokens, answer_tokens and step_tokens (default 8k)")
     p.set_defaults(func=cmd_list)
 
 
