@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(EXTRA)
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint install prepare clean chromium
+.PHONY: demo test lint install prepare clean chromium mutation
 
 demo: prepare
 	$(VENV)/bin/ttscale run --strategy beam --budget 8k --task arithmetic --limit 20
@@ -21,6 +21,13 @@ test: prepare chromium
 	$(PY) -m pytest tests --durations=25
 
 install: $(STAMP)
+
+# Mutation testing of the core modules (not part of `make test`; after `make install`). One module or a few:
+# `make mutation MODULES="budget selection"`. Writes tools/mutation/REPORT.md. See README, Development.
+MODULES ?=
+mutation:
+	@$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -e ".[mutation]"
+	nice -n 19 $(PY) tools/mutation/run.py $(MODULES)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

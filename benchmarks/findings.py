@@ -211,8 +211,13 @@ def adaptive_row(path: str | None) -> tuple[str, str, str]:
     r = live["ratio"]
     low, high = (math.inf if x == "inf" else float(x) for x in (r["ci95_low"], r["ci95_high"]))
     result = "reproduced" if low > 1 else "not reproduced" if high < 1 else "inconclusive"
-    return name, result, (f"best-of-N tokens for adaptive's accuracy / adaptive's tokens {r['value']} "
-                          f"[{r['ci95_low']}, {r['ci95_high']}] ({report['problems']} held-out problems)")
+    value = float(r["value"])
+
+    def bound(x: float) -> str:  # an infinite upper bound: best-of-N's largest budget fell short
+        return "> max" if math.isinf(x) else f"{x:.2f}"
+
+    return name, result, (f"best-of-N tokens for adaptive's accuracy / adaptive's tokens {value:.2f}x "
+                          f"[{bound(low)}, {bound(high)}] ({report['problems']} held-out problems)")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.records import record_problem, task_problem_ids
+from ttscale.runfiles import StorageError
 from ttscale.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
 
 Grade = Callable[[Any, str], bool]
@@ -115,6 +116,8 @@ def read_run(path: str | Path, *, label: str | None = None, finished: bool = Tru
         unfinished = {str(r.get("id")) for r in run_dir.unfinished_attempts()} - finished_ids
     except RunDirError as exc:
         raise RunLoadError(str(exc)) from None
+    except StorageError as exc:  # its text already says what could not be read, and why
+        raise RunLoadError(exc.strerror) from None
     except OSError as exc:
         raise RunLoadError(f"cannot read {folder / RESULTS}: {exc.strerror}") from None
     if torn:  # fit, report, compare and load_runs all read through here: each says what it left out

@@ -1,0 +1,245 @@
+"""Mutation testing of ttscale's core modules with mutmut 3 (issue 34): `make mutation [MODULES="budget ..."]`.
+
+mutmut imports each mutant under the dotted name of its file's path (``evals/metrics.py`` -> ``evals.metrics``),
+but pyproject maps ``ttscale.evals``, ``ttscale.verifiers`` and ``ttscale.strategies`` onto the repository's
+top-level folders, so mutants of those files would never be switched on. This script therefore builds a
+staging copy with the installed layout (``ttscale/evals/...``), runs mutmut there (one module at a time, only
+that module's file mutated, against only that module's fast tests), and never writes into the repository's
+source folders. Per-module results go to ``tools/mutation/results/<module>.json`` and the report,
+``tools/mutation/REPORT.md``, is rebuilt from all of them, with the mutants listed in ``equivalent.toml``
+(equivalent ones, and cosmetic text excluded on purpose) counted apart.
+
+Usage: python tools/mutation/run.py [--report-only] [--baseline] [--stage DIR] [MODULE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser from PyPI
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RESULTS = HERE / "results"
+# Repository folder -> where the installed package puts it (pyproject's [tool.setuptools.package-dir]).
+PACKAGE_DIRS = {"ttscale": "ttscale", "strategies": "ttscale/strategies", "verifiers": "ttscale/verifiers",
+                "evals": "ttscale/evals"}
+# A mutant that makes its tests hang past the CPU-time limit is detected too.
+KILLED = ("killed", "timeout")
+#: The tests written to kill surviving mutants; `--baseline` runs without them (the BEFORE scores).
+MUTATION_TESTS = "tests/mutation/"
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
+
+
+def load_config() -> dict:
+    with open(HERE / "config.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def staged_path(repo_path: str) -> str:
+    top, _, rest = repo_path.partition("/")
+    return f"{PACKAGE_DIRS[top]}/{rest}"
+
+
+def toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(x) for x in items) + "]"
+
+
+def build_stage(stage: Path, module: dict, settings: dict, tests: list[str]) -> None:
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    for top, dest in PACKAGE_DIRS.items():
+        shutil.copytree(ROOT / top, stage / dest, ignore=IGNORE, dirs_exist_ok=True)
+    shutil.copytree(ROOT / "tests", stage / "tests", ignore=IGNORE)
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        pytest_ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
+    text = f"""[tool.pytest.ini_options]
+addopts = {json.dumps(pytest_ini.get("addopts", ""))}
+pythonpath = {toml_list(pytest_ini.get("pythonpath", []))}
+testpaths = {toml_list(pytest_ini.get("testpaths", []))}
+markers = {toml_list(pytest_ini.get("markers", []))}
+
+[tool.mutmut]
+source_paths = ["ttscale"]
+only_mutate = [{json.dumps(staged_path(module["file"]))}]
+pytest_add_cli_args_test_selection = {toml_list(tests)}
+pytest_add_cli_args = {toml_list(settings["pytest_args"])}
+timeout_multiplier = {float(settings["timeout_multiplier"])}
+timeout_constant = {float(settings["timeout_constant"])}
+use_git_change_detection = false
+"""
+    (stage / "pyproject.toml").write_text(text)
+
+
+def collect(stage: Path, out: Path) -> None:
+    """Runs inside the stage (a subprocess): mutmut's own view of the results, with each mutant's diff."""
+    os.chdir(stage)
+    from mutmut.__main__ import walk_mutatable_files
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+
+    mutants = {}
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        for name, code in data.exit_code_by_key.items():
+            status = status_by_exit_code[code]
+            entry = {"status": status}
+            if status not in KILLED:
+                entry["diff"] = get_diff_for_mutant(name, path=path)
+            mutants[name] = entry
+    out.write_text(json.dumps(mutants, indent=1, sort_keys=True))
+
+
+def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, baseline: bool = False) -> dict | None:
+    tests = [t for t in module["tests"] if (ROOT / t).exists() and not (baseline and t.startswith(MUTATION_TESTS))]
+    stage = stage_root / name
+    # Tests too sensitive to the machine's load for a niced run (their module's other tests still run).
+    if module.get("pytest_k"):
+        tests += ["-k", module["pytest_k"]]
+    build_stage(stage, module, settings, tests)
+    print(f"== {name}: {module['file']} against {' '.join(tests)}", flush=True)
+    start = time.monotonic()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(settings["max_children"])],
+                          cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.monotonic() - start
+    (stage / "mutmut-run.log").write_text(proc.stdout)
+    if proc.returncode != 0:
+        print(proc.stdout[-4000:])
+        print(f"   {name}: mutmut failed (exit {proc.returncode}); log: {stage / 'mutmut-run.log'}", flush=True)
+        return None
+    out = stage / "collected.json"
+    subprocess.run([sys.executable, __file__, "--collect", str(stage), str(out)], check=True, cwd=stage)
+    result = {"module": name, "file": module["file"], "tests": tests,
+              "seconds": round(seconds, 1), "date": dt.date.today().isoformat(), "mutants": json.loads(out.read_text())}
+    results = RESULTS / "before" if baseline else RESULTS
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    counts = summarize(result, load_exclusions())
+    print(f"   {name}: {counts['killed']}/{counts['scored']} killed ({counts['score']:.1%}), "
+          f"{counts['survived']} surviving, {counts['excluded']} listed as equivalent/cosmetic, {seconds:.0f} s",
+          flush=True)
+    return result
+
+
+def load_exclusions() -> dict[str, dict]:
+    """equivalent.toml: [[equivalent]] and [[cosmetic]] entries, each with mutant, reason."""
+    path = HERE / "equivalent.toml"
+    if not path.exists():
+        return {}
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    out = {}
+    for kind in ("equivalent", "cosmetic"):
+        for entry in data.get(kind, []):
+            out[entry["mutant"]] = {"kind": kind, "reason": entry["reason"]}
+    return out
+
+
+def summarize(result: dict, exclusions: dict[str, dict]) -> dict:
+    mutants = result["mutants"]
+    excluded = [m for m in mutants if m in exclusions and mutants[m]["status"] not in KILLED]
+    killed = sum(1 for m in mutants.values() if m["status"] in KILLED)
+    scored = len(mutants) - len(excluded)
+    survivors = [m for m, v in mutants.items() if v["status"] not in KILLED and m not in excluded]
+    return {"total": len(mutants), "killed": killed, "excluded": len(excluded), "scored": scored,
+            "survived": len(survivors), "survivors": sorted(survivors, key=mutant_order),
+            "excluded_names": sorted(excluded, key=mutant_order),
+            "score": killed / scored if scored else 1.0, "raw": killed / len(mutants) if mutants else 1.0}
+
+
+def mutant_order(name: str) -> tuple[str, int]:
+    head, _, num = name.rpartition("__mutmut_")
+    return (head, int(num) if num.isdigit() else 0)
+
+
+def write_report(config: dict) -> None:
+    exclusions = load_exclusions()
+    before_dir = RESULTS / "before"
+    lines = ["# Mutation testing report", "",
+             "Generated by `tools/mutation/run.py` (`make mutation`) from `tools/mutation/results/*.json`; mutmut 3,",
+             "one module at a time against the fast tests listed in `tools/mutation/config.toml`.",
+             "Score = killed / (mutants - those listed in `tools/mutation/equivalent.toml`).", "",
+             "| module | file | BEFORE killed/total | AFTER killed/scored | AFTER score | equivalent/cosmetic "
+             "| surviving | run time |",
+             "|---|---|---|---|---|---|---|---|"]
+    details = []
+    total_seconds = 0.0
+    for name, module in config["modules"].items():
+        path = RESULTS / f"{name}.json"
+        before = ""
+        if (before_dir / f"{name}.json").exists():
+            b = summarize(json.loads((before_dir / f"{name}.json").read_text()), {})
+            before = f"{b['killed']}/{b['total']} ({b['raw']:.1%})"
+        if not path.exists():
+            lines.append(f"| {name} | `{module['file']}` | {before} | not run | | | | |")
+            continue
+        result = json.loads(path.read_text())
+        s = summarize(result, exclusions)
+        total_seconds += result["seconds"]
+        lines.append(f"| {name} | `{module['file']}` | {before} | {s['killed']}/{s['scored']} | {s['score']:.1%} "
+                     f"| {s['excluded']} | {s['survived']} | {result['seconds']:.0f} s ({result['date']}) |")
+        details += [f"## {name} (`{module['file']}`)", "",
+                    f"Tests: {', '.join('`' + t + '`' for t in result['tests'])}.", ""]
+        if s["survivors"]:
+            details += [f"### Surviving ({s['survived']})", ""]
+            for m in s["survivors"]:
+                entry = result["mutants"][m]
+                details += [f"`{m}`: {entry['status']}", "", "```diff", entry.get("diff", "").strip(), "```", ""]
+        if s["excluded_names"]:
+            details += ["### Equivalent or cosmetic (not scored)", ""]
+            for m in s["excluded_names"]:
+                ex = exclusions[m]
+                details += [f"`{m}` ({ex['kind']}): {ex['reason']}", "", "```diff",
+                            result["mutants"][m].get("diff", "").strip(), "```", ""]
+    lines += ["", f"Sum of the module run times: {total_seconds / 60:.1f} min.", ""]
+    (HERE / "REPORT.md").write_text("\n".join(lines + details).rstrip() + "\n")
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--collect":
+        collect(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help="module names from config.toml (default: all)")
+    parser.add_argument("--report-only", action="store_true", help="rebuild REPORT.md from the saved results")
+    parser.add_argument("--baseline", action="store_true",
+                        help=f"without the tests under {MUTATION_TESTS}, into results/before/ (the BEFORE scores)")
+    parser.add_argument("--stage", type=Path, default=Path(tempfile.gettempdir()) / "ttscale-mutation",
+                        help="where the staging copies go (default: %(default)s)")
+    args = parser.parse_args()
+    config = load_config()
+    names = args.modules or list(config["modules"])
+    unknown = [n for n in names if n not in config["modules"]]
+    if unknown:
+        raise SystemExit(f"unknown module(s) {unknown}; known: {', '.join(config['modules'])}")
+    if not args.report_only:
+        start = time.monotonic()
+        failed = [name for name in names
+                  if run_module(name, config["modules"][name], config["mutmut"], args.stage, baseline=args.baseline)
+                  is None]
+        print(f"all done in {(time.monotonic() - start) / 60:.1f} min", flush=True)
+        if failed:
+            write_report(config)
+            raise SystemExit(f"mutmut failed on {', '.join(failed)} (see the logs above)")
+    write_report(config)
+    print(f"report: {HERE / 'REPORT.md'}")
+
+
+if __name__ == "__main__":
+    main()
