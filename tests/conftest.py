@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,16 @@ from hypothesis import settings
 settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, database=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The suite runs as a foreground process would, also when started as a background job (`nohup`, `&` in a
+    # script): such a job inherits SIGINT *ignored*, then Ctrl-C reaches no one and the tests whose subject is a
+    # run stopped by Ctrl-C (tests/hostile/test_signals_messages.py, tests/test_cli.py) fail for want of a signal.
+    # A caught signal is reset to its default at exec, so the CLI processes those tests start get Ctrl-C back too.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
