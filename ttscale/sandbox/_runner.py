@@ -1,0 +1,252 @@
+"""The in-process test harness: runs the program, then the tests, and reports a pass the candidate cannot fake.
+
+Not imported by ttscale: its code runs inside the sandbox (see `_supervisor.py`), in the candidate's own
+process, so it uses the standard library only and imports nothing slow. What it defends against, and what
+not, is written down in `ttscale/sandbox/__init__.py`.
+
+The verdict channel: fd 3 holds a per-execution secret, written by the supervisor only after this process
+was forked (so no copy of it was ever in this process's memory), and read here only once the tests have
+returned; the pass is `PASS_TAG` + the secret transformed, written on fd 4. Any other message there is a
+failure report; the supervisor accepts a pass only if fd 4 carried exactly that message and the process then
+exited 0.
+"""
+
+from __future__ import annotations
+
+import builtins
+import gc
+import os
+import sys
+
+TYPE_CHECKING = False  # typing itself takes 20 ms to import: too slow for every execution
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+SECRET_FD = 3
+RESULT_FD = 4
+MESSAGE = b"\x1e"
+"""Starts every message on the result fd; the kind follows (P pass, F failed, C crashed, S set-up error)."""
+PASS_TAG = MESSAGE + b"P"
+_FLIP = bytes(range(256)).translate(bytes((value ^ 0xA5) for value in range(256)))
+_PLAIN = frozenset({int, float, complex, bool, str, bytes, type(None)})
+_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+_CODE: Any = type(compile("", "", "exec"))  # types.CodeType, without importing types
+_FUNCTION: Any = type(lambda: None)  # types.FunctionType
+_MAX_DEPTH = 100
+_REASON_CHARS = 500
+
+
+def pass_message(secret: bytes) -> bytes:
+    """What the harness writes on the result fd for a pass (not the secret itself: echoing fds forges nothing)."""
+    return PASS_TAG + secret.translate(_FLIP)
+
+
+def plain_copy(value: Any) -> Any:
+    """A copy of `value` if it is a plain builtin value, by exact type (no subclasses), nested at most 100 deep.
+
+    Checking exact types never runs code of the candidate's (no `__eq__`, `__hash__` or `__iter__` of its own).
+    """
+    if type(value) in _PLAIN:
+        return value
+    kind = type(value)
+    if kind not in _CONTAINERS:
+        raise TypeError(f"the candidate returned an object of type {_type_name(kind)}: only plain builtin values")
+    # Iterative, so a deep or self-containing value meets the depth bound, not the recursion limit.
+    root: list[Any] = []
+    stack: list[tuple[Any, list[Any], int]] = [(value, root, 0)]
+    while stack:
+        item, out, depth = stack.pop()
+        kind = type(item)
+        if kind in _PLAIN:
+            out.append(item)
+            continue
+        if kind not in _CONTAINERS:
+            raise TypeError(f"the candidate returned a value holding an object of type {_type_name(kind)}: "
+                            "only plain builtin values")
+        if depth >= _MAX_DEPTH:
+            raise TypeError(f"the candidate returned a value nested deeper than {_MAX_DEPTH}")
+        node = _Node(kind)
+        out.append(node)
+        for child in (item.items() if kind is dict else item):
+            stack.append((child, node.children, depth + 1))
+    return _rebuild(root[0])
+
+
+class _Node:
+    """A container being copied: its exact type and its copied items (in reverse: the stack pops them so)."""
+
+    __slots__ = ("children", "kind")
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+        self.children: list[Any] = []
+
+
+def _rebuild(node: Any) -> Any:
+    if type(node) is not _Node:
+        return node
+    items = [_rebuild(child) for child in reversed(node.children)]
+    return dict(items) if node.kind is dict else node.kind(items)
+
+
+def _type_name(kind: type) -> str:
+    # The C-level getter: a metaclass cannot run code for it.
+    name = type.__dict__["__name__"].__get__(kind)
+    return name if type(name) is str else "value"
+
+
+def _describe(error: BaseException, sources: dict[str, str]) -> str:
+    """`Type: message (where)`, one line; `where` is the innermost line of the program or the test."""
+    try:
+        message = error.msg if isinstance(error, SyntaxError) else str(error)
+    except BaseException:
+        message = "<the message could not be formatted>"
+    name = _type_name(type(error))
+    text = f"{name}: {message}" if message else name
+    where = ""
+    if isinstance(error, SyntaxError) and error.filename in sources and error.lineno:
+        where = f"{error.filename[1:-1]} line {error.lineno}"
+    tb, innermost = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in sources:
+            innermost = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if innermost is not None:
+        filename, number = innermost
+        lines = sources[filename].splitlines()
+        line = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        where = f"{filename[1:-1]} line {number}" + (f": {line}" if line else "")
+    if where:
+        text = f"{text} ({where})"
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
+
+
+def run(job: dict[str, Any]) -> NoReturn:
+    """Run `job["program"]`, then `job["test"]` (and its `check`), in this process; never returns."""
+    # Everything used once the candidate has run is bound now: patching modules or builtins cannot reach it.
+    write, read, exit_ = os.write, os.read, os._exit
+    settrace, setprofile, sys_dict = sys.settrace, sys.setprofile, sys.__dict__
+    startup_streams = {name: sys_dict[name] for name in ("stdin", "stdout", "stderr")}
+    flushes = (sys.stdout.flush, sys.stderr.flush)
+    gc_collect, gc_callbacks = gc.collect, gc.callbacks
+    modules, builtins_dict = sys.modules, builtins.__dict__
+    startup_modules, startup_builtins = dict(modules), dict(builtins_dict)
+    startup_sys = {name: type(sys_dict[name])(sys_dict[name])  # copies: the candidate may change them in place
+                   for name in ("meta_path", "path", "path_hooks", "path_importer_cache")}
+    for hook in ("excepthook", "unraisablehook", "displayhook"):
+        startup_streams[hook] = sys_dict[f"__{hook}__"]
+    signals = modules["_signal"]
+    program, test, entry = job["program"], job["test"], job["entry_point"]
+    sources = {"<program>": program, "<test>": test}
+    testing = [False]
+
+    def guard(event: str, _args: tuple[Any, ...]) -> None:
+        # Installed before the candidate runs and never removable: no audit hook of the candidate's, and no
+        # tracer or profiler while the tests run (one could jump over the test's asserts).
+        if event == "sys.addaudithook" or (testing[0] and event in ("sys.settrace", "sys.setprofile")):
+            raise RuntimeError(f"{event} is not allowed in the sandbox")
+
+    def flush() -> None:
+        for flush_one in flushes:
+            try:  # noqa: SIM105 - no contextlib after the candidate ran: it may have patched it
+                flush_one()
+            except BaseException:
+                pass
+
+    def report(kind: bytes, reason: str) -> NoReturn:
+        try:  # noqa: SIM105 - no contextlib after the candidate ran: it may have patched it
+            write(RESULT_FD, MESSAGE + kind + reason.encode("utf-8", "replace"))
+        except BaseException:
+            pass
+        flush()
+        exit_(1)
+
+    def deliver() -> NoReturn:
+        # Called only right after check(...) or the test source returned: the tests passed.
+        flush()
+        secret = read(SECRET_FD, 64)
+        write(RESULT_FD, pass_message(secret))
+        exit_(0)  # no atexit handler or thread of the candidate's runs after the verdict
+
+    try:
+        test_code = compile(test, "<test>", "exec", dont_inherit=True)
+    except BaseException as error:
+        report(b"F", f"the test source does not compile: {_describe(error, sources)}")
+    try:
+        program_code = compile(program, "<program>", "exec", dont_inherit=True)
+    except BaseException as error:
+        report(b"C", _describe(error, sources))
+    # Top-level functions of the test source: the only `check` the harness will call.
+    test_functions = [const for const in test_code.co_consts if type(const) is _CODE]
+    defines_check = any(code.co_name == "check" for code in test_functions)
+    sys.addaudithook(guard)
+    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
+    try:
+        exec(program_code, namespace)
+    except SystemExit:
+        raise  # the process ends without the pass: "exited N without the harness's pass"
+    except BaseException as error:
+        report(b"C", _describe(error, sources))
+
+    # Undo what the program's module code changed that the tests would otherwise run under.
+    gc_callbacks.clear()
+    gc_collect()  # the candidate's pending finalizers run now, not inside the tests
+    gc_callbacks.clear()  # (and any callback they added)
+    settrace(None)
+    setprofile(None)
+    testing[0] = True
+    for signum in range(1, signals.NSIG):
+        try:
+            handler = signals.getsignal(signum)
+            if callable(handler) and handler is not signals.default_int_handler:
+                signals.signal(signum, signals.SIG_DFL)
+        except (OSError, ValueError):
+            continue
+    signals.alarm(0)
+    for timer in (signals.ITIMER_REAL, signals.ITIMER_VIRTUAL, signals.ITIMER_PROF):
+        signals.setitimer(timer, 0)
+    for name in [name for name in builtins_dict if name not in startup_builtins]:
+        del builtins_dict[name]
+    builtins_dict.update(startup_builtins)
+    for name in [name for name in modules if name not in startup_modules]:
+        del modules[name]  # the tests import fresh modules, not ones the candidate patched
+    modules.update(startup_modules)
+    sys_dict.update({name: type(value)(value) for name, value in startup_sys.items()}, **startup_streams)
+    namespace["__builtins__"] = builtins
+
+    if entry is None or not defines_check:
+        # The test source's top-level asserts are the tests (calling the candidate by its name, guarded).
+        if entry is not None:
+            if entry not in namespace:
+                report(b"F", f"NameError: name {entry!r} is not defined by the program")
+            namespace[entry] = _guarded(namespace[entry])
+        try:
+            exec(test_code, namespace)
+        except BaseException as error:
+            report(b"F", _describe(error, sources))
+        deliver()
+    try:
+        exec(test_code, namespace)
+    except BaseException as error:
+        report(b"F", f"the test source raised {_describe(error, sources)}")
+    check: Any = namespace.get("check")
+    if type(check) is not _FUNCTION or not any(check.__code__ is code for code in test_functions):
+        report(b"F", "check is not the test source's own function (the program replaced it)")
+    if entry not in namespace:
+        report(b"F", f"NameError: name {entry!r} is not defined by the program")
+    candidate = _guarded(namespace[entry])
+    try:
+        check(candidate)
+    except BaseException as error:
+        report(b"F", _describe(error, sources))
+    deliver()
+
+
+def _guarded(function: Any) -> Any:
+    """The candidate function as the tests see it: only plain builtin values come back from it."""
+
+    def candidate(*args: Any, **kwargs: Any) -> Any:
+        return plain_copy(function(*args, **kwargs))
+
+    return candidate
