@@ -22,6 +22,7 @@ Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]
 if TYPE_CHECKING:
     from ttscale.engine.base import Engine, Prompt
     from ttscale.evals.base import Task
+    from ttscale.sandbox import Execution, Sandbox
 
 
 class Context:
@@ -89,6 +90,24 @@ class Context:
         finally:
             self.budget.settle(reservation, generation)
         return result
+
+    async def execute(
+        self, *, program: str, test: str, entry_point: str | None = None, sandbox: Sandbox | None = None
+    ) -> Execution:
+        """Run model-written `program` against `test` in the task's sandbox (a code task's) or `sandbox`, metered.
+
+        The ledger counts executions and their wall seconds as a unit of their own (`executions`,
+        `execution_seconds` in the record): a strategy that runs code spends compute that tokens do not show.
+        """
+        sandbox = sandbox or getattr(self.task, "sandbox", None)
+        if sandbox is None:
+            raise TypeError(f"task {self.task.name!r} runs no code: executing needs a code task (humaneval, code, ...)")
+        execution: Execution = await sandbox.run_async(program=program, test=test, entry_point=entry_point)
+        self.budget.tally("executions")
+        self.budget.extra["execution_seconds"] = round(
+            self.budget.extra.get("execution_seconds", 0.0) + execution.seconds, 4
+        )
+        return execution
 
     def room(self, prompt_tokens: int) -> int:
         """Tokens the engine can still generate after this prompt (its max_model_len bounds prompt + output)."""

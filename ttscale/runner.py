@@ -159,6 +159,9 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")
+    # A code task makes its sandbox now: where model-written code cannot be isolated, the run is refused before
+    # any engine starts (`SandboxUnavailable`, a ValueError naming the flag that allows it).
+    getattr(task, "sandbox", None)
     # A missing model fails here, before any engine or run directory exists.
     try:
         model_path = resolve_model(spec.model_ref())
@@ -365,13 +368,19 @@ async def solve(
             raise
         answer, error = Answer(prediction=None), f"{type(exc).__name__}: {one_line(exc)}"
         unfinished = is_transient(exc)
+    # Every sample's verdict, once per distinct answer, so coverage and pass@k read the task's own grading;
+    # a code task's executions leave their detail (passed, failed, timeout, crashed, refused: why) per sample.
+    # Grading may meet hostile model output; it stays off the event loop so the engine keeps streaming.
+    executions: dict[str, Any] = {}
+    answers = [s.answer for s in answer.samples]
+    verdicts = await asyncio.to_thread(grade_samples, prepared.task, problem, answers, details=executions)
     try:
-        # Grading may meet hostile model output; keep it off the event loop so the engine keeps streaming.
-        correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
+        if answer.prediction in executions:  # the chosen program already ran: once is the verdict
+            correct = verdicts[answer.prediction]
+        else:
+            correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
     except Exception as exc:  # a grader that chokes on an answer marks it wrong, with the reason
         correct, error = False, error or f"grading failed: {type(exc).__name__}: {one_line(exc)}"
-    # Every sample's verdict, once per distinct answer, so coverage and pass@k read the task's own grading.
-    verdicts = await asyncio.to_thread(grade_samples, prepared.task, problem, [s.answer for s in answer.samples])
     ledger.extra["wall_seconds"] = round(time.perf_counter() - started, 4)
     # Final samples that stopped at a length limit (max_tokens or the context): their answers may be missing.
     ledger.extra["cut_samples"] = sum(s.finish_reason == "length" for s in answer.samples)
@@ -382,12 +391,19 @@ async def solve(
         reference=problem.reference,
         correct=bool(correct),
         ledger=ledger.to_dict(),
-        samples=[{**s.to_dict(), "correct": verdicts[s.answer]} for s in answer.samples],
+        samples=[
+            {**s.to_dict(), "correct": verdicts[s.answer], **_execution(executions, s.answer)} for s in answer.samples
+        ],
         level=problem.level,
         info=answer.info,
         error=error,
         unfinished=unfinished,
     )
+
+
+def _execution(executions: dict[str, Any], answer: str | None) -> dict[str, Any]:
+    """The sample record's `execution` entry, when its answer ran in a sandbox."""
+    return {"execution": executions[answer]} if answer in executions else {}
 
 
 #: No tokenizer packs more characters than this into one token on average (long runs of one

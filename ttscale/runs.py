@@ -175,13 +175,26 @@ def find_runs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
-def grade_samples(task: Any, problem: Any, answers: Sequence[str | None]) -> dict[str | None, bool]:
-    """The task grader's verdict on each distinct answer (None, and an answer the grader chokes on, are wrong)."""
+def grade_samples(
+    task: Any, problem: Any, answers: Sequence[str | None], *, details: dict[str, Any] | None = None
+) -> dict[str | None, bool]:
+    """The task grader's verdict on each distinct answer (None, and an answer the grader chokes on, are wrong).
+
+    A task that runs code (`execute(answer, problem)`: a code task's sandbox) is graded by the execution's
+    `passed`, and each execution's detail (status, reason, seconds) goes into `details` under its answer.
+    """
     verdicts: dict[str | None, bool] = {None: False}
+    execute = getattr(task, "execute", None)
     for answer in answers:
         if answer not in verdicts:
             try:
-                verdicts[answer] = bool(task.grade(answer, problem))
+                if execute is None:
+                    verdicts[answer] = bool(task.grade(answer, problem))
+                    continue
+                execution = execute(answer, problem)
+                verdicts[answer] = bool(execution.passed)
+                if details is not None and answer is not None:
+                    details[answer] = execution.to_dict()
             except Exception:  # hostile model output: wrong, never fatal to the run
                 verdicts[answer] = False
     return verdicts

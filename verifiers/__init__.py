@@ -25,6 +25,7 @@ VERIFIERS.register("noisy_oracle", "ttscale.verifiers.noisy_oracle:NoisyOracle",
 VERIFIERS.register("llm_judge", "ttscale.verifiers.llm_judge:LLMJudge", aliases=("judge",))
 VERIFIERS.register("genrm", "ttscale.verifiers.genrm:GenRM")
 VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_model",))
+VERIFIERS.register("visible_tests", "ttscale.verifiers.visible_tests:VisibleTests", aliases=("doctests",))
 
 from ttscale.verifiers.grading import (  # noqa: E402 - after the registry, which the verifiers' modules import
     CrossCheckReport,

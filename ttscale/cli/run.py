@@ -52,6 +52,8 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", help="folder with local copies of the datasets (<dir>/<task>/test.jsonl)")
     p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
     p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
+    p.add_argument("--allow-unisolated-code", dest="allow_network", action="store_true", default=None,
+                   help="code tasks: run model-written code even where the machine cannot cut its network off")
     add_engine_flags(p)
     add_backend_flags(p)
     p.add_argument("--workers", type=int, help="spread problems over N Ray workers, one engine each")
@@ -215,7 +217,7 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
     if getattr(args, "total_budget", None) is not None and args.budget is None and not args.resume:
         changes["budget"] = args.total_budget  # no per-problem cap asked: a problem may use all of the total
     task_options = dict(spec.task_options)
-    for name in ("data_dir", "question_field", "answer_field"):
+    for name in ("data_dir", "question_field", "answer_field", "allow_network"):
         if getattr(args, name, None) is not None:
             task_options[name] = getattr(args, name)
     backend = args.backend or spec.backend

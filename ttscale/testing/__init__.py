@@ -3,11 +3,16 @@
 - `SimulatedArithmeticPolicy` and `make_context` (`ttscale.testing.policy`): a scripted, seeded arithmetic
   policy behind the Engine protocol, so a strategy's logic (tree shapes, budgets, selection) is tested in
   milliseconds — the way plugin authors test a new strategy before it meets an engine.
+- `SimulatedCodePolicy` (`ttscale.testing.code_policy`): a scripted, seeded code writer over a code task's
+  problems (right or wrong solutions, right or wrong tests), for code strategies' selection logic.
 - `LatencyEngine` and `LatencyModel` (`ttscale.testing.latency`): the Engine protocol timed by a cost model
   (zero-cost for the harness's ceiling, or the rates of a GPU engine).
 """
 
+from ttscale.testing.code_policy import SimulatedCodePolicy
 from ttscale.testing.latency import LatencyConfig, LatencyEngine, LatencyModel
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
-__all__ = ["LatencyConfig", "LatencyEngine", "LatencyModel", "SimulatedArithmeticPolicy", "make_context"]
+__all__ = [
+    "LatencyConfig", "LatencyEngine", "LatencyModel", "SimulatedArithmeticPolicy", "SimulatedCodePolicy", "make_context"
+]
