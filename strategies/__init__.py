@@ -35,4 +35,7 @@ STRATEGIES.register("genrm", "ttscale.strategies.genrm:genrm", aliases=("gen_rm"
 STRATEGIES.register("adaptive", "ttscale.strategies.adaptive:adaptive", aliases=("compute_optimal",))
 STRATEGIES.register("budget_forcing", "ttscale.strategies.budget_forcing:budget_forcing", aliases=("s1",))
 STRATEGIES.register("no_thinking", "ttscale.strategies.no_thinking:no_thinking", aliases=("nothinking",))
+STRATEGIES.register(
+    "generated_tests", "ttscale.strategies.generated_tests:generated_tests", aliases=("codemonkeys", "codet")
+)
 STRATEGIES.register("revision", "ttscale.strategies.revision:revision", aliases=("revisions", "sequential_revision"))

@@ -84,9 +84,19 @@ def run_table(problems: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def pass_at_k_table(problems: pd.DataFrame, *, ks: Sequence[int] | None = None) -> pd.DataFrame:
-    """Mean unbiased pass@k per run (rows) for k = 1, 2, 4, ... up to the smallest sample pool."""
+def pass_at_k_table(
+    problems: pd.DataFrame, *, ks: Sequence[int] | None = None, confidence: float = 0.95, resamples: int = 2000
+) -> pd.DataFrame:
+    """Mean unbiased pass@k per run (rows) for k = 1, 2, 4, ... up to the smallest sample pool.
+
+    `ci_low`, `ci_high`: a percentile interval at `confidence` from a bootstrap over problems (seeded, so a
+    table is the same on every read): pass@k is estimated without bias per problem, and what varies is which
+    problems the task drew.
+    """
+    import numpy as np
     import pandas as pd
+
+    from ttscale.bootstrap import percentile_interval, resample_counts
 
     rows = []
     for run, group in problems.groupby("run", sort=False):
@@ -101,8 +111,14 @@ def pass_at_k_table(problems: pd.DataFrame, *, ks: Sequence[int] | None = None) 
                 pass_at_k(n=int(n), c=int(c), k=k)
                 for n, c in zip(graded["n_samples"], graded["n_correct"], strict=True)
             ]
-            rows.append({"run": run, "k": k, "pass_at_k": sum(values) / len(values), "problems": len(values)})
-    return pd.DataFrame(rows, columns=["run", "k", "pass_at_k", "problems"])
+            per = np.asarray(values)
+            means = np.concatenate(
+                [counts @ per / len(per) for counts in resample_counts(len(per), resamples, np.random.default_rng(0))]
+            )
+            low, high = percentile_interval(means, confidence=confidence)
+            rows.append({"run": run, "k": k, "pass_at_k": float(per.mean()), "ci_low": low, "ci_high": high,
+                         "problems": len(values)})
+    return pd.DataFrame(rows, columns=["run", "k", "pass_at_k", "ci_low", "ci_high", "problems"])
 
 
 def _budget_in_units(row: dict[str, Any]) -> dict[str, float]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ttscale.reporting.charts import human
 from ttscale.reporting.comparisons import comparison_markdown, comparison_view
 from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost
-from ttscale.reporting.frames import run_table
+from ttscale.reporting.frames import pass_at_k_table, run_table
 from ttscale.reporting.leaderboard import Leaderboard, leaderboard
 
 if TYPE_CHECKING:
@@ -114,6 +114,13 @@ def render_markdown(
         lines.append(_md_row(["---"] * (len(levels.columns) + 1)))
         for level, row in levels.iterrows():
             lines.append(_md_row([str(level), *(_pct(v) for v in row)]))
+        lines.append("")
+    passes = pass_at_k_table(problems)
+    if not passes.empty:  # runs that kept their sample pools: coverage as Large Language Monkeys measure it
+        lines += ["## pass@k (unbiased; 95% CI over problems)", "", _md_row(["run", "k", "pass@k", "95% CI"])]
+        lines.append(_md_row(["---"] * 4))
+        lines += [_md_row([str(r.run), str(r.k), _pct(r.pass_at_k), f"{_pct(r.ci_low)}–{_pct(r.ci_high)}"])
+                  for r in passes.itertuples()]
         lines.append("")
     lines += ["## Runs", "", _md_row(["run", *_DETAIL_HEAD]), _md_row(["---"] * (len(_DETAIL_HEAD) + 1))]
     lines += [_md_row([row["run"], *_details(row)]) for _, row in board.rows.iterrows()]
