@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ttscale.evals.base import Message
@@ -66,8 +66,8 @@ _NUMBER = re.compile(r"[-+]?\d[\d,]*")
 PROMPT = "Calculate {expression}. Give the result as a number."
 
 
-def parse_levels(text: str) -> tuple[int, ...]:
-    """`1-3` → (1, 2, 3); `1,4` → (1, 4); `5` → (5,)."""
+def parse_levels(text: str, *, allowed: Collection[int] = LEVELS, task: str = "arithmetic") -> tuple[int, ...]:
+    """`1-3` → (1, 2, 3); `1,4` → (1, 4); `5` → (5,); each within `allowed` (a task's levels)."""
     levels: set[int] = set()
     try:
         for part in text.split(","):
@@ -75,8 +75,8 @@ def parse_levels(text: str) -> tuple[int, ...]:
             levels.update(range(int(lo), int(hi or lo) + 1))
     except ValueError:
         levels = set()
-    if not levels or not levels <= set(LEVELS):
-        raise ValueError(f"arithmetic levels must be within 1-5, like '1-3' or '1,4', got {text!r}")
+    if not levels or not levels <= set(allowed):
+        raise ValueError(f"{task} levels must be within 1-5, like '1-3' or '1,4', got {text!r}")
     return tuple(sorted(levels))
 
 

@@ -36,19 +36,15 @@ duplicate id, a test that is not valid Python) raises `ValueError` with one line
 from __future__ import annotations
 
 import ast
-import gzip
 import hashlib
 import os
-import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
 from ttscale.evals.code import CodeTask, code_problem, defines_function
 from ttscale.evals.datasets import DATA_DIR_ENV
-from ttscale.evals.loading import _why
+from ttscale.evals.loading import read_jsonl
 from ttscale.schema import Problem
 
 HUMANEVAL_HUB = "openai/openai_humaneval"
@@ -57,47 +53,6 @@ HUMANEVAL_FILES = ("HumanEval.jsonl.gz", "test.jsonl")
 """What a data directory's `humaneval/` folder may hold, first found wins."""
 
 Rows = Iterable[tuple[str, dict[str, Any]]]
-
-
-def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """`(where, row)` for each non-blank line of a `.jsonl` or `.jsonl.gz` file; ValueError names the line."""
-    try:
-        # Closed by the `with` below, once the reader is set up around it.
-        handle = gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # noqa: SIM115
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    lines = _Lines(handle, path)
-    empty = True
-    with handle, jsonlines.Reader(lines) as reader:
-        while True:
-            try:
-                row = reader.read(type=dict, skip_empty=True)
-            except EOFError:
-                break
-            except jsonlines.InvalidLineError as exc:
-                raise ValueError(f"{path}:{exc.lineno}: {_why(exc)}") from exc
-            empty = False
-            yield f"{path}:{lines.number}", row
-    if empty:
-        raise ValueError(f"{path}: no problems (the file is empty)")
-
-
-class _Lines:
-    """A file's lines, counted as they are read; a broken gzip stream becomes one line's ValueError (the
-    EOFError of a truncated one would otherwise read as the end of the file to jsonlines)."""
-
-    def __init__(self, handle: Iterable[bytes], path: Path) -> None:
-        self.handle, self.path, self.number = handle, path, 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            for number, raw in enumerate(self.handle, start=1):
-                self.number = number
-                yield raw
-        except (OSError, EOFError, zlib.error) as exc:
-            why = " ".join(str(exc).split())
-            after = f" after line {self.number}" if self.number else ""
-            raise ValueError(f"{self.path}: not a readable gzip file{after} ({why})") from None
 
 
 def _text(row: dict[str, Any], field: str, at: str, *, empty_ok: bool = False) -> str:
@@ -216,7 +171,7 @@ class FileCodeTask(CodeTask):
     def _load(self) -> list[Problem]:
         convert = code_jsonl_problems if self.name == "code_jsonl" else humaneval_problems
         if self.path is not None:
-            return convert(read_rows(self.path), where=str(self.path))
+            return convert(read_jsonl(self.path), where=str(self.path))
         return convert(_hub_rows(), where=HUMANEVAL_HUB)
 
     def _source(self) -> dict[str, Any]:

@@ -19,25 +19,12 @@ import random
 from typing import Any
 
 from ttscale.evals import code_specs, code_specs_hard
+from ttscale.evals.arithmetic import parse_levels
 from ttscale.evals.code import CodeTask, code_problem
 from ttscale.schema import Problem
 
 FAMILIES = {**code_specs.FAMILIES, **code_specs_hard.FAMILIES}
 """level → the function families problems of that level are drawn from."""
-
-
-def parse_levels(text: str) -> tuple[int, ...]:
-    """`1-3` → (1, 2, 3); `1,4` → (1, 4); `5` → (5,)."""
-    levels: set[int] = set()
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            levels.update(range(int(lo), int(hi or lo) + 1))
-    except ValueError:
-        levels = set()
-    if not levels or not levels <= set(FAMILIES):
-        raise ValueError(f"code levels must be within 1-5, like '1-3' or '1,4', got {text!r}")
-    return tuple(sorted(levels))
 
 
 class SyntheticCodeTask(CodeTask):
@@ -64,7 +51,7 @@ class SyntheticCodeTask(CodeTask):
         options (`--data-dir` given to a sweep over several tasks)."""
         del data_dir
         super().__init__(allow_network=allow_network, timeout=timeout)
-        self.levels = parse_levels(levels) if isinstance(levels, str) else tuple(levels)
+        self.levels = parse_levels(levels, allowed=FAMILIES, task="code") if isinstance(levels, str) else tuple(levels)
         if not self.levels or not set(self.levels) <= set(FAMILIES):
             raise ValueError(f"code levels must be within 1-5, got {self.levels!r}")
         if isinstance(per_level, bool) or not isinstance(per_level, int) or per_level < 1:

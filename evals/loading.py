@@ -6,12 +6,14 @@ so a broken local copy is fixed in a minute rather than debugged.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import jsonlines
 
@@ -55,13 +57,15 @@ class DatasetSpec:
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """`(where, row)` for each non-blank line; raises ValueError naming the file and line on bad input."""
+    """`(where, row)` for each non-blank line of a `.jsonl` or gzip-compressed `.jsonl.gz` file; raises ValueError
+    naming the file and line on bad input."""
     try:
-        handle = path.open("rb")  # bytes, decoded line by line: a bad byte is reported at its line
+        # Bytes, decoded line by line: a bad byte is reported at its line. Closed by the `with` below.
+        handle = gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # noqa: SIM115
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     empty = True
-    lines = _Numbered(handle)
+    lines = _Numbered(handle, path)
     with handle, jsonlines.Reader(lines) as reader:
         while True:
             try:
@@ -90,15 +94,21 @@ def _why(exc: jsonlines.InvalidLineError) -> str:
 
 
 class _Numbered:
-    """A file's lines, counted as they are read (jsonlines gives a line's number only in its errors)."""
+    """A file's lines, counted as they are read (jsonlines gives a line's number only in its errors); a broken
+    gzip stream becomes one ValueError (the EOFError of a truncated one would read as the end of the file)."""
 
-    def __init__(self, handle: IO[bytes]) -> None:
-        self.handle, self.number = handle, 0
+    def __init__(self, handle: Iterable[bytes], path: Path) -> None:
+        self.handle, self.path, self.number = handle, path, 0
 
     def __iter__(self) -> Iterator[bytes]:
-        for number, raw in enumerate(self.handle, start=1):
-            self.number = number
-            yield raw
+        try:
+            for number, raw in enumerate(self.handle, start=1):
+                self.number = number
+                yield raw
+        except (OSError, EOFError, zlib.error) as exc:
+            why = " ".join(str(exc).split())
+            after = f" after line {self.number}" if self.number else ""
+            raise ValueError(f"{self.path}: not a readable gzip file{after} ({why})") from None
 
 
 def to_problems(spec: DatasetSpec, rows: Iterator[tuple[str, dict[str, Any]]], *, where: str) -> list[Problem]:

@@ -50,3 +50,16 @@ def test_cross_check_reports_a_grader_disagreement() -> None:
     wrong_verdict["reference"] = "1"  # same answer, yet marked wrong: the normalizer disagrees
     s = summarize([wrong_verdict], budget=Budget.parse("1k"), wall_seconds=1.0)
     assert s["grader_cross_check"]["disagreements"] == 1 and s["grader_cross_check"]["rate"] == 1.0
+
+
+def test_programs_graded_by_their_tests_are_not_cross_checked_as_text() -> None:
+    program = record(0, correct=True, tokens=10, level=1)
+    program["prediction"], program["reference"] = "def f():\n    return 1\n", "def f():\n    return 2 - 1\n"
+    program["samples"] = [{"answer": program["prediction"], "correct": True,
+                           "execution": {"status": "passed", "reason": "", "seconds": 0.05}}]
+    text = record(1, correct=False, tokens=10, level=1)
+    text["reference"] = "1"  # same answer, marked wrong: the one the normalizer can judge
+    s = summarize([program, text], budget=Budget.parse("1k"), wall_seconds=1.0)
+    assert s["grader_cross_check"]["compared"] == 1 and s["grader_cross_check"]["executed"] == 1
+    assert s["grader_cross_check"]["disagreements"] == 1
+    assert "1 disagreements in 1 (1 graded by running their tests, not compared)" in format_table(s)

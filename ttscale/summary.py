@@ -63,21 +63,35 @@ def summarize(
     }
 
 
+def _executed(summary: dict[str, Any]) -> str:
+    count = int(summary["grader_cross_check"].get("executed", 0))  # absent from summaries written before it existed
+    return f" ({count} graded by running their tests, not compared)" if count else ""
+
+
 def _unfinished(summary: dict[str, Any]) -> str:
     count = int(summary.get("unfinished", 0))  # absent from summaries written before it existed
     return f"; {count} unfinished (server faults): --resume runs them again" if count else ""
 
 
 def _cross_check(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """How often an independent answer normalizer disagrees with the task's grader on this run."""
+    """How often an independent answer normalizer disagrees with the task's grader on this run.
+
+    Answers graded by running them (a code task's samples carry their `execution`) are left out: a program's
+    verdict is its tests', and comparing its text with the reference solution's says nothing (`executed`).
+    """
     from ttscale.verifiers import cross_check
 
+    def executed(record: dict[str, Any]) -> bool:
+        return any(isinstance(s, dict) and "execution" in s for s in record.get("samples") or ())
+
+    textual = [r for r in records if not executed(r)]
     report = cross_check(
-        [(r.get("prediction"), str(r.get("reference"))) for r in records],
-        verdicts=[bool(r.get("correct")) for r in records],
+        [(r.get("prediction"), str(r.get("reference"))) for r in textual],
+        verdicts=[bool(r.get("correct")) for r in textual],
         max_examples=5,
     )
     return {
+        "executed": len(records) - len(textual),
         "compared": report.total,
         "disagreements": report.disagreements,
         "rate": report.rate,
@@ -156,7 +170,7 @@ def format_table(summary: dict[str, Any]) -> str:
         (
             "grader cross-check",
             f"{summary['grader_cross_check']['disagreements']} disagreements"
-            f" in {summary['grader_cross_check']['compared']}",
+            f" in {summary['grader_cross_check']['compared']}" + _executed(summary),
         ),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
