@@ -218,7 +218,7 @@ def too_large(text: str) -> bool:
     tokens = [t for t in _TOWER_TOKEN.findall(text) if not t.isspace()]
     pos = 0
     while pos < len(tokens):
-        if tokens[pos].isdigit():
+        if tokens[pos].isdecimal():
             log10_value, pos = _literal_log10(tokens, pos, 0)
             if log10_value > MAX_RESULT_DIGITS:
                 return True
@@ -248,7 +248,7 @@ def _literal_log10(tokens: list[str], pos: int, depth: int) -> tuple[float, int]
     if pos + 1 < len(tokens) and tokens[pos] == "^":
         braced = tokens[pos + 1] == "{"
         start = pos + 1 + braced
-        if start < len(tokens) and tokens[start].isdigit():
+        if start < len(tokens) and tokens[start].isdecimal():
             exponent_log10, after = _literal_log10(tokens, start, depth + 1)
             if exponent_log10 == math.inf:  # closed or not, nothing after this makes it small
                 return (math.inf if log10_value > 0 else 0.0), after

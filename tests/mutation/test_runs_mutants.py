@@ -281,3 +281,36 @@ def test_task_grader_loads_the_task_with_its_options() -> None:
     for options in ({"per_level": 5}, {}, None):
         grade = task_grader({"task": {"spec": "arithmetic", "options": options}})
         assert grade("06", "6") is True and grade("7", "6") is False
+
+
+class _Executing:
+    """A task graded by running answers (as a code task is): the verdict is the execution's `passed`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def execute(self, answer: str, problem: object) -> object:
+        from ttscale.sandbox import Execution
+
+        self.calls.append((answer, getattr(problem, "id", "")))
+        if answer == "boom":
+            raise RuntimeError("the sandbox broke")
+        return Execution(status="passed" if answer == "good" else "failed", reason=answer, seconds=0.5)
+
+    def grade(self, answer: str, problem: object) -> bool:
+        raise AssertionError("a task that executes is graded by its execution, not by grade()")
+
+
+def test_a_task_that_runs_answers_is_graded_by_each_execution_with_its_detail_kept() -> None:
+    from ttscale.schema import Problem
+
+    task, details = _Executing(), {}  # type: ignore[var-annotated]
+    problem = Problem(id="p1", question="q", reference="r")
+    verdicts = grade_samples(task, problem, ["good", "bad", None, "good", "boom"], details=details)
+    assert verdicts == {None: False, "good": True, "bad": False, "boom": False}
+    assert task.calls == [("good", "p1"), ("bad", "p1"), ("boom", "p1")]  # once per distinct answer, never None
+    assert details == {
+        "good": {"status": "passed", "reason": "good", "seconds": 0.5, "output": ""},
+        "bad": {"status": "failed", "reason": "bad", "seconds": 0.5, "output": ""},
+    }
+    assert grade_samples(_Executing(), problem, ["good"]) == {None: False, "good": True}  # details are optional
