@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ttscale.distributed import DistributedConfig
     from ttscale.engine import Engine
     from ttscale.runner import Prepared
+    from ttscale.schema import Problem
 
 
 class EngineStartError(RuntimeError):
@@ -89,8 +90,17 @@ async def _serve(
 ) -> dict[str, Any]:
     """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
     from ttscale.engine import start_engine
-    from ttscale.runner import execute
+    from ttscale.runner import execute, run_problems
 
+    finished = run_dir.finished_ids()
+    if all(p.id in finished for p in prepared.problems):
+        # A resumed run with nothing left (it had ended, or a sweep asks again): its summary is written again from
+        # its records, and no engine or worker is started for it (that took 35 s on 2 cores for the embedded model).
+        async def nothing_left(problem: Problem) -> dict[str, Any]:
+            raise AssertionError(f"problem {problem.id!r} is finished: nothing is left to solve")
+
+        return await run_problems(prepared, run_dir, nothing_left, concurrency=1, progress=progress,
+                                  progress_file=terminal.err)
     unrecorded = not (run_dir.read_config().get("environment") or {}).get("engine")
     if distributed is not None:
         from ttscale.distributed import run_distributed

@@ -87,14 +87,19 @@ class PRM:
         async with self._starting:
             if self._engine is not None:
                 return
-            from ttscale.engine.vllm import VLLMEngine
+            from transformers import AutoTokenizer
 
-            engine = await VLLMEngine.start(self.engine_config())
-            ids = engine.tokenize(self.step_tag)
+            from ttscale.engine.vllm import VLLMEngine
+            from ttscale.models import resolve_model
+
+            # The tag is checked on the PRM's tokenizer alone (as its engine will tokenize: no special tokens), so a
+            # bad one is refused in a second instead of after an engine start.
+            tokenizer = await asyncio.to_thread(AutoTokenizer.from_pretrained, resolve_model(self.model))
+            ids = list(tokenizer.encode(self.step_tag, add_special_tokens=False))
             if len(ids) != 1:
-                await engine.close()
                 raise ValueError(f"step_tag {self.step_tag!r} must be one token of the PRM's tokenizer, got {ids}")
-            self._engine, self._step_tag_id = engine, ids[0]
+            self._engine = await VLLMEngine.start(self.engine_config())
+            self._step_tag_id = ids[0]
 
     def engine_config(self) -> EngineConfig:
         """The PRM engine's settings, its `engine_args` typed and checked by name against the installed vLLM's
