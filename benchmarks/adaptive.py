@@ -16,6 +16,10 @@ largest budget falls short), and their ratio, each with a 95% paired bootstrap i
 Best-of-N is the `best_of_n` strategy (mean-log-prob selection); self-consistency is shown too.
 
     python benchmarks/adaptive.py [--problems 30] [--budgets 64,128,256,512,1024] [--average 256] [--out DIR]
+                                  [--deterministic]
+
+benchmark.json records `provenance` (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py), and the
+report ends with the same as one line for under a README table.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from provenance import provenance, provenance_line
 
 from ttscale.budget import Budget
-from ttscale.engine import SyncEngine
+from ttscale.engine import EngineConfig, SyncEngine
 from ttscale.routing.allocation import Allocator, with_total_budget
 from ttscale.routing.holdout import difficulty, learn_from_sweep
 from ttscale.routing.outcomes import load_results, outcomes
@@ -43,7 +48,7 @@ from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 BOOTSTRAP = 2000
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=30, help="problems per sweep (train and held-out)")
     parser.add_argument("--budgets", default="64,128,256,512,1024", help="sweep budgets per problem")
@@ -51,17 +56,26 @@ def main() -> None:
     parser.add_argument("--probe-n", type=int, default=4, help="probe samples")
     parser.add_argument("--task", default="arithmetic", help="task spec (levels mixed by default)")
     parser.add_argument("--out", default="runs/bench-adaptive", help="where sweeps, policies and runs go (resumable)")
-    args = parser.parse_args()
+    parser.add_argument("--deterministic", action="store_true",
+                        help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     grid = (GridEntry.parse("best_of_n max_tokens=64"),
             GridEntry.parse("self_consistency max_tokens=64 temperature=0.4|1.0"))
+    # The mode goes into the sweeps' and runs' own specs too, so their stored configs say how they were sampled.
+    config = EngineConfig(deterministic=args.deterministic)
     train = SweepSpec(grid=grid, budgets=tuple(args.budgets.split(",")), task=args.task, limit=args.problems,
-                      task_options={"seed": 0})
+                      task_options={"seed": 0}, engine=config)
     test = replace(train, task_options={"seed": 1})
-    sync = SyncEngine()
+    sync = SyncEngine(config)
     try:
+        origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         for name, spec in (("train", train), ("heldout", test)):
             if not (out / name / SWEEP).exists():
                 create_sweep(spec, out / name, command=["benchmarks/adaptive.py"])
@@ -79,8 +93,10 @@ def main() -> None:
         sync.close()
     report = compare(held, paths, live, average=args.average, probe_n=args.probe_n)
     report["seconds"] = round(time.perf_counter() - started, 1)
+    report["provenance"] = origin
     (out / "benchmark.json").write_text(json.dumps(report, indent=2) + "\n")
     print(format_report(report))
+    print(provenance_line(origin))
     print(f"details: {out / 'benchmark.json'}")
 
 
@@ -88,7 +104,8 @@ def run_live(sync: SyncEngine, test: SweepSpec, policy: Path, where: Path, avera
              total: int | None) -> dict[str, np.ndarray]:
     """`--strategy adaptive` on the held-out problems; per-problem correctness and spend (probe included)."""
     spec = RunSpec(strategy="adaptive", budget=str(4 * average if total else average), task=test.task,
-                   task_options=test.task_options, limit=test.limit, params={"policy": str(policy)})
+                   task_options=test.task_options, limit=test.limit, params={"policy": str(policy)},
+                   engine=test.engine)
     prepared = prepare(spec)
     run_dir = RunDir(where)
     if not (where / "summary.json").exists():

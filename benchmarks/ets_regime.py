@@ -19,9 +19,11 @@ The last line names the settings that reproduce the claim by that rule.
 
     python benchmarks/ets_regime.py [--widths 16,64] [--full-grid 16] [--problems 60] [--repeats 3]
                                     [--task arithmetic] [--task-seed 0] [--ets SETTINGS ...]
-                                    [--out runs/ets-regime] [--json FILE]
+                                    [--out runs/ets-regime] [--json FILE] [--deterministic]
 
-The compare directories are resumable: run the same command again to finish a cut-off run.
+The compare directories are resumable: run the same command again to finish a cut-off run. The tables end with a
+provenance line (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py); `--json` writes
+{"rows": [...], "provenance": {...}}.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from provenance import provenance, provenance_line
 from verdicts import MARGIN, PAPER_KV_FACTOR, REPRODUCED, kv_at_equal_accuracy
 
 import ttscale
@@ -105,7 +108,7 @@ def table(result: Comparison, width: int, shared: str) -> tuple[list[str], list[
     return lines, rows
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", default="16,64")
     parser.add_argument("--problems", type=int, default=60)
@@ -122,11 +125,18 @@ def main() -> None:
     parser.add_argument("--task-seed", type=int, default=0,
                         help="seed of the generated problems (a confirmation takes problems the grid never saw)")
     parser.add_argument("--json", metavar="FILE")
-    args = parser.parse_args()
+    parser.add_argument("--deterministic", action="store_true",
+                        help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     full = set(args.full_grid.split(","))
     began = time.perf_counter()
     out, rows = Path(args.out), []
-    with ttscale.Engine() as engine:
+    with ttscale.Engine(deterministic=args.deterministic) as engine:
+        origin = provenance(engine=engine.start())  # while it runs: a closed engine no longer knows its dtype
         for width in (int(w) for w in args.widths.split(",")):
             root = out / f"width-{width}"
             wanted = arms(width, args.tree, full=str(width) in full, chosen=args.ets)
@@ -152,8 +162,9 @@ def main() -> None:
           + (f"reproduced by {', '.join(r['arm'] + ' @' + str(r['width']) for r in best)}" if best
              else "reproduced by no setting"))
     print(f"wall time {time.perf_counter() - began:.0f} s")
+    print(provenance_line(origin))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "provenance": origin}, indent=1))
 
 
 if __name__ == "__main__":

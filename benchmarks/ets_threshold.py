@@ -17,6 +17,10 @@ The chosen threshold is the largest cut on the grid that merges at most 5% of di
 distinct steps is what costs ETS accuracy), reported with the paraphrase share it merges.
 
     python benchmarks/ets_threshold.py [--problems 24] [--task arithmetic|gsm8k] [--data-dir ../shared/data]
+                                       [--deterministic] [--json FILE]
+
+The output ends with a provenance line (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py),
+recorded in the JSON as `provenance`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from provenance import provenance, provenance_line
 
 from ttscale.engine import SyncEngine
 from ttscale.evals.base import load_task
@@ -100,7 +105,7 @@ def choose_threshold(distinct: np.ndarray, *, grid: tuple[float, ...] = GRID,
     return max(meeting) if meeting else None
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problems", type=int, default=24)
     ap.add_argument("--task", default="arithmetic:2-3")
@@ -108,13 +113,20 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16, help="siblings per step (the ETS width of one round)")
     ap.add_argument("--step-tokens", type=int, default=96)
     ap.add_argument("--json", metavar="FILE", help="also write the distributions as JSON")
-    args = ap.parse_args()
+    ap.add_argument("--deterministic", action="store_true",
+                    help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
+    return ap
+
+
+def main() -> None:
+    args = parser().parse_args()
 
     task = load_task(args.task, **({"data_dir": args.data_dir} if args.data_dir else {}))
     problems = list(task.problems())[: args.problems]
     start = time.perf_counter()
-    sync = SyncEngine()
+    sync = SyncEngine(deterministic=args.deterministic)
     try:
+        origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         sets = sibling_sets(sync.engine, sync.loop, problems, task, n=args.n, step_tokens=args.step_tokens)
     finally:
         sync.close()
@@ -128,6 +140,7 @@ def main() -> None:
     print(f"pairs: {labels['paraphrase']} paraphrase (same numbers, other words), {labels['distinct']} distinct")
     if not labels["paraphrase"] or not labels["distinct"]:
         print("not enough labelled pairs to calibrate: sample more problems")
+        print(provenance_line(origin))
         return
     quantiles = (5, 10, 25, 50, 75, 90, 95)
     print("\ncosine distance quantiles (%)  " + "  ".join(f"{q:>5}" for q in quantiles))
@@ -147,10 +160,11 @@ def main() -> None:
         print(f"\nchosen threshold: {chosen} (merges {para_at:.1%} of paraphrase pairs and "
               f"{float(np.mean(dist['distinct'] <= chosen)):.1%} of distinct ones, at most "
               f"{DISTINCT_MERGED_AT_MOST:.0%})")
+    print(provenance_line(origin))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "task": args.task, "problems": len(problems), "pairs": dict(labels), "chosen": chosen,
-            "distances": {k: [round(float(x), 5) for x in v] for k, v in dist.items()},
+            "distances": {k: [round(float(x), 5) for x in v] for k, v in dist.items()}, "provenance": origin,
         }, indent=1))
 
 

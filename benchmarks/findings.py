@@ -28,6 +28,10 @@ Accuracy differences (F3-F6) are Tango's score interval for paired proportions, 
 them: a bootstrap over problems gave a zero-width interval when no pair differed, which read as equality.
 
     python benchmarks/findings.py [--problems 30] [--repeats 2] [--pool 32] [--adaptive-report FILE]
+                                  [--deterministic] [--json FILE]
+
+The table ends with a provenance line (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py),
+recorded in the JSON as `provenance`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from provenance import provenance, provenance_line
 from verdicts import (
     above,
     accuracy_difference,
@@ -133,7 +138,7 @@ def pool_findings(pools: Records, grade: Callable[[str | None, str], bool], k_ma
     return rows
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=2)
@@ -142,12 +147,19 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=16, help="F5: the search width of ETS and REBASE")
     parser.add_argument("--adaptive-report", metavar="FILE", help="F7: benchmark.json of benchmarks/adaptive.py")
     parser.add_argument("--json", metavar="FILE", help="also write the table as JSON")
-    args = parser.parse_args()
+    parser.add_argument("--deterministic", action="store_true",
+                        help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     began = time.perf_counter()
     tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
-    sync = SyncEngine()
+    sync = SyncEngine(deterministic=args.deterministic)
     rows: list[tuple[str, str, str]] = []
     try:
+        origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         common = {"task": "arithmetic", "limit": args.problems, "repeats": args.repeats}
         pools = run(sync, strategy="best_of_n", budget=str(args.pool * 128),
                     params={"n": args.pool, "max_tokens": 128}, **common)
@@ -198,8 +210,10 @@ def main() -> None:
     print("| finding | verdict | measured |\n|---|---|---|")
     for name, result, detail in sorted(rows):
         print(f"| {name} | {result} | {detail} |")
+    print(f"\n{provenance_line(origin)}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(seconds, 1), **vars(args)}, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(seconds, 1), **vars(args),
+                                               "provenance": origin}, indent=1))
 
 
 def adaptive_row(path: str | None) -> tuple[str, str, str]:

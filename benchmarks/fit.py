@@ -4,7 +4,8 @@
 
 Each observation is one (problem, x, y) value: a problem's accuracy at a budget, its pass@k, a
 configuration's accuracy on it. The goal is under 10 s per law on 2 CPU cores; the time printed
-is the wall time of the whole call (pivot, point fit, 1,000 resamples and their fits).
+is the wall time of the whole call (pivot, point fit, 1,000 resamples and their fits). The last line is the
+provenance (command, CPU flags, versions: benchmarks/provenance.py) for under a README table.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from provenance import provenance, provenance_line  # this folder: on sys.path as the script's own
 
 from ttscale.scaling import Fit, fit_coverage, fit_genrm, fit_kinetics, fit_power, fit_ttspm
 
@@ -107,6 +110,7 @@ def main() -> int:
         )
         print(f"{name:<9} {elapsed:6.2f} s  ({shape})  {params}")
     print(f"slowest: {slowest:.2f} s (goal < 10 s)")
+    print(provenance_line(provenance()))
     return 0
 
 

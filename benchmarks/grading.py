@@ -6,7 +6,8 @@ Prints one line per measurement; the first is the headline number (the default g
 fast path on, as runs use it, with the verdict cache off so that every pair is graded).
 Also measured: each reference against the `\\boxed{}` answer extracted from its solution, and
 every pair through math-verify in the worker pool (fast path off; one pass over the 500
-distinct references with fresh workers).
+distinct references with fresh workers). The last line is the provenance (command, CPU flags, versions:
+benchmarks/provenance.py) for under a README table.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+from provenance import provenance, provenance_line
 
 from ttscale.evals.extract import last_boxed
 from ttscale.verifiers import Grader, GraderConfig
@@ -62,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.workers} workers; {sum(verdicts)}/{len(pairs)} equal; "
             f"fast {stats.fast}, math-verify {stats.worker}, timeouts {stats.timeouts})"
         )
+    print(provenance_line(provenance(argv=None if argv is None else [sys.argv[0], *argv])))
     return 0
 
 

@@ -18,7 +18,9 @@ fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted
 - `--ilp`: ETS's clustering + ILP per round at widths 16, 64 and 256 (the encoder apart);
 - `--ray 1,2,4,8`: best-of-N through the Ray pool (`ttscale.distributed`), each worker a separate
   process whose engine is the H100 rate model: problems/s per worker count, and the speed-up over one.
-The machine is printed first: numbers from different machines do not compare.
+The machine is printed first: numbers from different machines do not compare; the last line is the provenance
+(command, CPU flags, versions: benchmarks/provenance.py) for under a README table. Its mode is "n/a (no engine)":
+the simulator is no model, so no dtype applies.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ import cProfile
 import io
 import platform
 import pstats
+import sys
 import tempfile
 import time
 import tracemalloc
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from provenance import provenance, provenance_line
 
 from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RunDir
@@ -279,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         ilp_rounds([16, 64, 256])
     if args.ray:
         ray_scaling([int(c) for c in args.ray.split(",")], problems=args.ray_problems)
+    print(provenance_line(provenance(argv=None if argv is None else [sys.argv[0], *argv])))
     return 0
 
 

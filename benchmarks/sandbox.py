@@ -10,6 +10,8 @@ reference solutions pass on each side (all of them should).
     python benchmarks/sandbox.py [--trivial 200] [--rounds 2] [--humaneval PATH] [--json PATH]
 
 Goals (issue 28): the sandbox at most 1.5x a bare subprocess; at least 40 trivial executions/s on 2 cores.
+The table ends with a provenance line (command, CPU flags, versions: benchmarks/provenance.py), recorded in the
+JSON as `provenance`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from provenance import provenance, provenance_line
 
 from ttscale.sandbox import Limits, Sandbox
 from ttscale.sandbox.sandbox import execute
@@ -117,9 +121,11 @@ def main() -> None:
     print(f"goals: sandbox <= 1.5x bare: {'met' if worst <= 1.5 else 'NOT met'} (worst {worst:.2f}x); "
           f">= 40 trivial executions/s at 2 at once: {'met' if trivial_two['sandbox_per_second'] >= 40 else 'NOT met'} "
           f"({trivial_two['sandbox_per_second']:.1f}/s)")
+    origin = provenance()  # no engine: mode n/a
+    print(provenance_line(origin))
     if args.json:
-        args.json.write_text(json.dumps({"isolation": sandbox.isolation, "cpus": cpus, "results": results}, indent=2)
-                             + "\n")
+        args.json.write_text(json.dumps({"isolation": sandbox.isolation, "cpus": cpus, "results": results,
+                                         "provenance": origin}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

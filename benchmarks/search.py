@@ -17,6 +17,9 @@ tokens each really spent (solutions here are 20-60 tokens, far below max_tokens,
 stop well before their budgets; GenRM's verification chains run to their limit and spend more).
 
     python benchmarks/search.py [--per-level 2] [--budgets 1k,2k,4k,8k] [--max-tokens 256] [--parts abcd]
+                                [--deterministic]
+
+The tables end with a provenance line (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from provenance import provenance, provenance_line
 
 from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
@@ -177,7 +182,7 @@ def errors(rows: list[dict[str, Any]]) -> str:
     return f"  ({len(bad)} errors, first: {bad[0]})" if bad else ""
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-level", type=int, default=2, help="problems per arithmetic level (levels 1-3)")
     parser.add_argument("--budgets", default="1k,2k,4k,8k", help="(d)'s budgets")
@@ -189,15 +194,23 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--verify-tokens", type=int, default=128, help="GenRM's T_V")
     parser.add_argument("--parts", default="abcd", help="the tables to print, e.g. 'a' (b sums the others' requests)")
-    args = parser.parse_args()
+    parser.add_argument("--deterministic", action="store_true",
+                        help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
+    return parser
+
+
+def main() -> None:
+    flags = parser()
+    args = flags.parse_args()
     if not args.parts or set(args.parts) - set("abcd"):
-        parser.error(f"--parts takes letters of 'abcd', got {args.parts!r}")
+        flags.error(f"--parts takes letters of 'abcd', got {args.parts!r}")
     began = time.perf_counter()
 
     task = ArithmeticTask(levels=(1, 2, 3), per_level=args.per_level)
     problems = task.problems()
     budgets = [b.strip() for b in args.budgets.split(",")]
-    sync = SyncEngine()
+    sync = SyncEngine(deterministic=args.deterministic)
+    origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
     engine = RecordingEngine(sync.engine)
     import torch
 
@@ -323,6 +336,7 @@ def main() -> None:
         print("    goal: ≥ 90% of the shareable prompt tokens served from the cache")
 
     print(f"\ntotal wall time {time.perf_counter() - began:.0f} s")
+    print(provenance_line(origin))
     sync.close()
 
 

@@ -7,7 +7,8 @@ The pools are Qwen2.5-Math's 8 answers per MATH problem (equivalence/qwen25math_
 (`normalize_answer`, the fast path), and that plus the symbolic merge of `ttscale.selection` — it prints
 maj@8 accuracy (graded by the task grader against the reference) with a paired bootstrap CI of the
 difference, the number of vote groups, and the time to count a `--pool`-sample pool (the 8 answers
-repeated) per problem: median and max, both sides side by side in one run.
+repeated) per problem: median and max, both sides side by side in one run. The last line is the provenance
+(command, CPU flags, versions: benchmarks/provenance.py) for under a README table.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from provenance import provenance, provenance_line
 
 from ttscale import selection
 from ttscale.schema import Sample
@@ -93,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         selection.majority_vote(worst)
         elapsed = 1e3 * (time.perf_counter() - start)
         print(f"  {args.pool}-sample pool of 16 distinct expressions, {mode:<12} {elapsed:.1f} ms")
+    print(provenance_line(provenance(argv=None if argv is None else [sys.argv[0], *argv])))
     return 0
 
 

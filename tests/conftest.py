@@ -41,6 +41,17 @@ def sync_engine() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def api_engine(sync_engine: object) -> object:
+    """The session's engine as the handle `ttscale.run`, `sweep` and `compare` share (`ttscale.Engine`), so the
+    API's real-engine tests pay no start-up of their own. Closed with `sync_engine`, not here."""
+    import ttscale
+
+    handle = ttscale.Engine(model="embedded")
+    handle._sync = sync_engine  # type: ignore[assignment]  # started already: start() hands it out
+    return handle
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")

@@ -15,17 +15,17 @@ from ttscale.engine.openai import OpenAIConfig
 
 
 @pytest.mark.slow
-def test_run_writes_a_resumable_run_and_an_engine_serves_several(tmp_path: Path) -> None:
-    first, second = tmp_path / "sc", tmp_path / "bon"
-    with ttscale.Engine(model="embedded", max_num_seqs=32) as engine:
-        a = ttscale.run(strategy="self_consistency", budget="1k", task="arithmetic", limit=2, out=first,
+def test_run_writes_a_resumable_run_and_an_engine_serves_several(tmp_path: Path, api_engine: ttscale.Engine) -> None:
+    # The session's engine (tests/conftest.py): a ttscale.Engine that several calls share, started once.
+    first, second, engine = tmp_path / "sc", tmp_path / "bon", api_engine
+    a = ttscale.run(strategy="self_consistency", budget="1k", task="arithmetic", limit=2, out=first,
+                    params={"n": 2, "max_tokens": 48}, engine=engine)
+    b = ttscale.run(strategy="best_of_n", budget="1k", limit=2, out=second, params={"n": 2, "max_tokens": 48},
+                    engine=engine)
+    again = ttscale.run(strategy="self_consistency", budget="1k", task="arithmetic", limit=2, out=first,
                         params={"n": 2, "max_tokens": 48}, engine=engine)
-        b = ttscale.run(strategy="best_of_n", budget="1k", limit=2, out=second, params={"n": 2, "max_tokens": 48},
-                        engine=engine)
-        again = ttscale.run(strategy="self_consistency", budget="1k", task="arithmetic", limit=2, out=first,
-                            params={"n": 2, "max_tokens": 48}, engine=engine)
-        grid = ttscale.sweep(strategies=["self_consistency max_tokens=48"], budgets=[96, 192], limit=2,
-                             out=tmp_path / "sweep", engine=engine)
+    grid = ttscale.sweep(strategies=["self_consistency max_tokens=48"], budgets=[96, 192], limit=2,
+                         out=tmp_path / "sweep", engine=engine)
     # A sweep on the same engine: the 192-token pool ran, the 96-token cell was replayed from it.
     assert sorted((c["budget"], c["derived_from"] is None) for c in grid.cells) == [("192", True), ("96", False)]
     assert len(grid.table) == 2 and grid.matched
@@ -38,7 +38,7 @@ def test_run_writes_a_resumable_run_and_an_engine_serves_several(tmp_path: Path)
     lines = (first / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2
     config = json.loads((first / "config.json").read_text())
-    assert config["environment"]["engine"]["vllm_config"]["max_num_seqs"] == 32
+    assert config["environment"]["engine"]["vllm_config"]["max_num_seqs"] >= 1  # the started engine's own settings
     done = subprocess.run([sys.executable, "-m", "ttscale.cli", "run", "--resume", str(first), "--json",
                            "--no-progress"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -326,15 +326,13 @@ def test_the_cli_reads_directories_and_refuses_bad_input(compared: Path, tmp_pat
 
 
 @pytest.mark.slow
-def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path) -> None:
+def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path, api_engine: Any) -> None:
+    # On the session's engine (no start-up of its own); the CLI then resumes it with nothing left to run.
     out = tmp_path / "cmp"
-    args = ["compare", "--strategy", "best_of_n n=2 max_tokens=24", "--strategy", "self_consistency n=2 max_tokens=24",
-            "--repeats", "2", "--task", "arithmetic", "--limit", "6", "--budget", "128", "--out", str(out),
-            "--no-progress", "--json"]
-    done = subprocess.run([sys.executable, "-m", "ttscale.cli", *args], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    data = json.loads(done.stdout)
-    assert data == json.loads((out / COMPARE).read_text())
+    result = compare(strategies=["best_of_n n=2 max_tokens=24", "self_consistency n=2 max_tokens=24"], repeats=2,
+                     task="arithmetic", limit=6, budget="128", out=out, progress=False, engine=api_engine)
+    data = json.loads((out / COMPARE).read_text())
+    assert result.to_dict() == data
     (pair,) = data["pairs"]
     assert (pair["problems"], pair["pairs"], pair["paired_by"]) == (6, 12, "problem and run seed")
     assert pair["excluded"]["errored_pairs"] == sum(a["errored"] for a in data["arms"]) == 0
@@ -351,7 +349,9 @@ def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path) ->
     again = subprocess.run([sys.executable, "-m", "ttscale.cli", "compare", "--resume", str(out), "--no-progress",
                             "--json"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert "sweep: running" not in again.stderr and json.loads(again.stdout)["verdicts"] == data["verdicts"]
+    resumed = json.loads(again.stdout)
+    assert "sweep: running" not in again.stderr and resumed.pop("created") and data.pop("created")
+    assert resumed == data  # the same analysis of the same runs
 
 
 def ttscale_records(path: Path) -> list[dict[str, Any]]:

@@ -93,14 +93,27 @@ def engine_config(*, model: str = "embedded", engine_args: Mapping[str, Any] | N
 
 
 def call_config(engine: Engine | EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
-                config: EngineConfig | None) -> EngineConfig:
+                config: EngineConfig | None, deterministic: bool | None = None) -> EngineConfig:
     """The engine settings a call (`run`, `sweep`, `compare`) records, from one source, checked in one line:
-    a shared `Engine`'s own; else `config` whole, or one made from `model` and `engine_args`."""
+    a shared `Engine`'s own; else `config` whole, or one made from `model` and `engine_args`. `deterministic`
+    (None: as the settings say) must agree with a shared engine's mode, and sets the mode of one the call starts."""
+    if deterministic is not None and not isinstance(deterministic, bool):
+        raise ValueError(f"deterministic must be True, False or None, got {deterministic!r}")
     if isinstance(engine, Engine):
         if config is not None or engine_args or (model is not None and model != engine.config.model):
             raise ValueError(f"engine= is a ttscale.Engine of model {engine.config.model!r} and its settings are the "
                              "call's; model=, engine_args= and engine_config= are for an engine the call starts itself")
+        if deterministic is not None and deterministic != engine.config.deterministic:
+            raise ValueError(f"deterministic={deterministic}, but engine= is a ttscale.Engine started with "
+                             f"deterministic={engine.config.deterministic}: start it as "
+                             f"ttscale.Engine(deterministic={deterministic})")
         return engine.config
+    chosen = _call_config(engine, model=model, engine_args=engine_args, config=config)
+    return chosen if deterministic is None else replace(chosen, deterministic=deterministic)
+
+
+def _call_config(engine: EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
+                 config: EngineConfig | None) -> EngineConfig:
     if engine is not None and not callable(getattr(engine, "generate", None)):
         raise ValueError(f"engine must be a ttscale.Engine (or an engine object with generate(), such as a "
                          f"simulator), got {type(engine).__name__}")
@@ -170,6 +183,7 @@ def run(
     task_options: dict[str, Any] | None = None,
     progress: bool = False,
     verbose: bool = False,
+    deterministic: bool | None = None,
 ) -> Run:
     """Run `strategy` on `task` at `budget` per problem; write and return the run directory (see the module doc).
 
@@ -178,6 +192,8 @@ def run(
     `model` (None: `embedded`) with `engine_args` (any argument of the installed vLLM's engine, by name:
     {"tensor_parallel_size": 2, "quantization": "fp8"}; checked before anything starts), or as `engine_config`
     (a whole EngineConfig) says. Works inside a running event loop (a notebook) too.
+    `deterministic=True`: samples that do not depend on the batch or the concurrency (`EngineConfig.deterministic`;
+    refused in one line where the device cannot); None keeps the engine settings' own mode.
     Calling again with the same `out` resumes: the settings must be the run's, and only unfinished problems run.
     Problems a passing server fault left unfinished (answers that stayed malformed through every retry) do not
     raise: `summary["unfinished"]` counts them (a few with their errors in `unfinished_examples`), and calling
@@ -190,7 +206,8 @@ def run(
     from ttscale.runner import RunSpec, check_resume, default_out, prepare
     from ttscale.storage import RunDir
 
-    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
+    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
+                         deterministic=deterministic)
     spec = RunSpec(strategy=strategy, budget=str(budget), task=task, limit=limit, params=params or {},
                    seed=seed, concurrency=concurrency, task_options=task_options or {}, engine=config)
     run_dir = RunDir(out if out is not None else default_out(spec))
@@ -246,6 +263,7 @@ def sweep(
     holdout: int = 0,
     progress: bool = False,
     command: Sequence[str] | None = None,
+    deterministic: bool | None = None,
 ) -> Sweep:
     """Run a grid as `ttscale sweep` does: each strategy (`"name key=v1|v2 ..."`) × budget × seed, sample pools
     generated once at the largest budget and replayed at the smaller ones (`subsample`).
@@ -254,6 +272,7 @@ def sweep(
     as it is (a simulator in tests); None = one engine per seed, of `model` with `engine_args` (vLLM engine
     arguments by name) or as `engine_config` says, as for `run`. `server`: a served model (an OpenAIConfig:
     the `openai` backend) instead of engines in this process. Works inside a running event loop too.
+    `deterministic`: as for `run` (engines ttscale starts only).
     Calling again with the same `out` finishes an interrupted sweep (its stored grid is the one run), and so
     does `out` alone, with no strategies. `command`: what sweep.json records as the command (default this call).
     """
@@ -263,10 +282,14 @@ def sweep(
 
     strategies = [strategies] if isinstance(strategies, str) else strategies  # one strategy, not its characters
     budgets = [budgets] if isinstance(budgets, str | int) else budgets
-    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
+    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
+                         deterministic=deterministic)
     if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
         raise ValueError("server= runs a served model; engine=, model= and engine_args= are for vLLM engines in "
                          "this process (the served model's name goes in the OpenAIConfig)")
+    if server is not None and config.deterministic:
+        raise ValueError("deterministic mode applies to the engines ttscale starts; a served model's batch "
+                         "invariance is set where it is served (vLLM: VLLM_BATCH_INVARIANT=1)")
     root = Path(out) if out is not None else Path("sweeps") / f"{task.replace(':', '-')}-{_stamp()}"
     if out is not None and not strategies and not budgets:  # finishing the sweep in `out`, as it was made
         spec = load_spec(root)

@@ -10,7 +10,8 @@ analysis is written next to it as compare.json.
 
 Read mode: run, sweep or compare directories; runs are grouped into arms (by default runs that differ
 only in their seed are repeats of one arm), paired by problem and run seed, and compared pair by pair
-(ttscale.paired: the statistics and the verdict wording).
+(ttscale.paired: the statistics and the verdict wording). Runs of one configuration on engines known to
+differ are arms of their own, and their pair says so instead of reading as a strategy's (ttscale.environments).
 
 compare.json describes itself (format, method, each metric's source and kind, arms, pairs, verdicts) so
 that a report can render it without this module; `markdown(data)` is the rendering the CLI prints.
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ttscale import runs
+from ttscale import environments, runs
+from ttscale.environments import EnvironmentNote
 from ttscale.paired import METRICS, PairResult, compare_pair
 from ttscale.routing.policy import candidate_key
 from ttscale.storage import CONFIG, RunDir
@@ -76,7 +78,9 @@ class Arm:
     label: str
     records: dict[tuple[str, int], dict[str, Any]]
     info: dict[str, Any] = field(default_factory=dict)
-    """strategy, params, budget, task, model, run seeds and source directories (for compare.json)."""
+    """strategy, params, budget, task, model, run seeds, source directories, engine environment (compare.json)."""
+    key: str | None = None
+    """Its configuration: arms with one key differ only in their engine environment (ttscale.environments)."""
 
     def summary(self) -> dict[str, Any]:
         errored = [key for key, r in self.records.items() if r.get("error")]
@@ -94,10 +98,12 @@ class Comparison:
     options: CompareOptions
     directory: Path | None = None
     """Where compare.json was written (None: not written)."""
+    environment_notes: tuple[EnvironmentNote | None, ...] = ()
+    """Per pair, what the arms' engine environments say (None: they agree, or either is unknown)."""
 
     @property
     def verdicts(self) -> list[str]:
-        return [p.verdict for p in self.pairs]
+        return [environments.verdict(p, n) for p, n in itertools.zip_longest(self.pairs, self.environment_notes)]
 
     def to_dict(self) -> dict[str, Any]:
         from ttscale import __version__
@@ -127,7 +133,8 @@ class Comparison:
             },
             "metrics": {m.name: {"label": m.label, "kind": m.kind, "source": m.source} for m in METRICS},
             "arms": [a.summary() for a in self.arms],
-            "pairs": [p.to_dict() for p in self.pairs],
+            "pairs": [environments.pair_dict(p, n) for p, n in itertools.zip_longest(self.pairs,
+                                                                                      self.environment_notes)],
             "verdicts": self.verdicts,
         }
 
@@ -161,6 +168,7 @@ def compare(
     progress: bool = True,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     command: list[str] | None = None,
+    deterministic: bool | None = None,
 ) -> Comparison:
     """Compare run directories (`runs`), or run `strategies` R = `repeats` times and compare them, or finish
     the run of a compare directory (`resume`). Exactly one of the three. Run mode writes `out` (default
@@ -170,7 +178,8 @@ def compare(
     repeat (its settings are the comparison's), or an engine object used as it is (a simulator in tests);
     None = each repeat starts its own, as a sweep does, of `model` (None: `embedded`) with `engine_args` (vLLM
     engine arguments by name), or as `engine_config` (a whole EngineConfig) says. Works inside a running event
-    loop (a notebook) too. Bad input raises ValueError (or a subclass) with a one-line message.
+    loop (a notebook) too. `deterministic`: as for `ttscale.run`. Bad input raises ValueError (or a subclass)
+    with a one-line message.
     """
     from ttscale.api import call_config, drive
 
@@ -183,7 +192,8 @@ def compare(
     if runs:
         result = analyse(runs, options=options)
         return write(result, out) if out else result
-    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config)
+    config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
+                         deterministic=deterministic)
     if resume:
         root = Path(resume)
         spec = load_spec(root)
@@ -244,10 +254,10 @@ def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = Non
     """Read the directories into arms and compare every pair of arms (in the order they were given)."""
     options = options or CompareOptions()
     arms = load_arms(paths, group=options.group)
+    both = list(itertools.combinations(arms, 2))
     pairs = tuple(compare_pair(a.label, a.records, b.label, b.records, confidence=options.confidence,
-                               resamples=options.resamples, seed=options.seed)
-                  for a, b in itertools.combinations(arms, 2))
-    return Comparison(tuple(arms), pairs, options)
+                               resamples=options.resamples, seed=options.seed) for a, b in both)
+    return Comparison(tuple(arms), pairs, options, environment_notes=tuple(environments.note(a, b) for a, b in both))
 
 
 def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -258,15 +268,20 @@ def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def load_arms(paths: Sequence[str | Path], *, group: Group = "config") -> list[Arm]:
     """Arms from run, sweep and compare directories: runs grouped by `group`, repeats keyed by run seed."""
-    groups: dict[str, list[tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]]]] = {}
+    # Each group with its configuration (Arm.key): with --group run, the configuration of the run that is the arm.
+    groups: dict[tuple[str, str], list[environments.Run]] = {}
     for path in paths:
         for run_path, label in _run_dirs(Path(path)):
             config, records = read_run(run_path)
             identity = config.get("identity")
             if not isinstance(identity, dict) or "seed" not in identity:
                 raise ValueError(f"{run_path / CONFIG} has no run identity (not written by `ttscale run`?)")
-            groups.setdefault(_group_key(identity, group, run_path), []).append((run_path, label, config, records))
-    arms = [_arm(runs) for runs in groups.values()]
+            key = _group_key(identity, group, run_path)
+            config_key = _group_key(identity, "config", run_path) if group == "run" else key
+            groups.setdefault((key, config_key), []).append((run_path, label, config, records))
+    # Runs of one configuration on engines known to differ are arms of their own (ttscale.environments).
+    arms = [_arm(part, key=configuration, suffix=suffix) for (_, configuration), runs in groups.items()
+            for suffix, part in environments.split(runs)]
     if len(arms) < 2:
         found = arms[0].label if arms else "none"
         raise ValueError(f"a comparison needs at least two arms, found {len(arms)} ({found}); give runs of two "
@@ -301,11 +316,12 @@ def _group_key(identity: dict[str, Any], group: Group, path: Path) -> str:
     return json.dumps(rest, sort_keys=True, default=str)
 
 
-def _arm(runs: list[tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]]]) -> Arm:
+def _arm(runs: list[environments.Run], *, key: str | None = None, suffix: str | None = None) -> Arm:
     _, label, config, _ = runs[0]
     spec = config.get("spec") or {}
     label = label or candidate_key(str(spec.get("strategy", config["identity"].get("strategy"))),
                                    spec.get("params") or {})
+    label = f"{label} {suffix}" if suffix else label
     records: dict[tuple[str, int], dict[str, Any]] = {}
     where: dict[int, Path] = {}
     for run_path, _, cfg, recs in runs:
@@ -318,8 +334,8 @@ def _arm(runs: list[tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]
     info = {"strategy": spec.get("strategy"), "params": spec.get("params") or {}, "budget": spec.get("budget"),
             "task": spec.get("task"), "model": (spec.get("engine") or {}).get("model"),
             "run_seeds": sorted(where), "sources": [str(where[s]) for s in sorted(where)],
-            "task_identity": config["identity"].get("task")}
-    return Arm(label=label, records=records, info=info)
+            "task_identity": config["identity"].get("task"), "environment": environments.merged(runs)}
+    return Arm(label=label, records=records, info=info, key=key)
 
 
 def _problems_of(task: Any) -> Any:
@@ -370,7 +386,7 @@ def markdown(data: Mapping[str, Any]) -> str:
         lines += ["", f"### {p['a']} vs {p['b']}", "",
                   f"{p['problems']} problems, {p['pairs']} pairs (paired by {p['paired_by']}); left out: "
                   f"{ex['errored_pairs']} errored pairs ({ex['errored_problems']} problems), "
-                  f"{ex['unpaired']} unpaired.",
+                  f"{ex['unpaired']} unpaired.", *environments.markdown_lines(p),
                   "", f"| metric | {p['a']} | {p['b']} | effect [{level} CI] | |", "|---|---:|---:|---|---|"]
         for name, e in p["effects"].items():
             kind = metrics.get(name, {}).get("kind", e["kind"])

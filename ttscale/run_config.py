@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ttscale.storage import CONFIG, RunDir
+from ttscale.storage import CONFIG, RunDir, RunDirError
 
 if TYPE_CHECKING:
     from ttscale.engine.base import Engine
@@ -97,3 +97,44 @@ def default_out(spec: RunSpec) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     task = spec.task.replace(":", "-").replace("/", "_")
     return Path("runs") / f"{spec.strategy}-{task}-{spec.budget}-{stamp}"
+
+
+def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
+    """Refuse to resume a run whose stored identity differs from the one asked for."""
+    stored = _as_today(run_dir.read_config().get("identity"))
+    if not isinstance(stored, dict):  # edited by hand, or not written by ttscale: nothing to compare with
+        raise RunDirError(f"cannot resume {str(run_dir.path)!r}: {run_dir.path / CONFIG} has no identity "
+                          f"object (got {type(stored).__name__}); it was edited or not written by ttscale")
+    current = json.loads(json.dumps(prepared.identity(), default=str))
+    if stored != current:
+        changed = _differences(stored, current)
+        detail = "; ".join(f"{k}: stored {json.dumps(a)} vs now {json.dumps(b)}" for k, a, b in changed)
+        raise RunDirError(f"cannot resume {str(run_dir.path)!r}: the run differs in {detail}")
+
+
+def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(dotted key, stored, now) for each value that differs, inside the engine's settings too (one setting, not
+    two whole configs, is what a reader needs to see)."""
+    out: list[tuple[str, Any, Any]] = []
+    for key in sorted(set(current) | set(stored)):
+        a, b = stored.get(key), current.get(key)
+        if a == b:
+            continue
+        if key == "engine" and not prefix and isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, prefix="engine.")
+        else:
+            out.append((prefix + key, a, b))
+    return out
+
+
+def _as_today(identity: Any) -> Any:
+    """A stored identity in today's terms. Runs made before -1 became `max_model_len`'s default stored None (the
+    model's own length, or no start). For a run that started, that is the length -1 picks, since vLLM's fit lowers
+    the model's own length only when the KV cache cannot hold it."""
+    engine = identity.get("engine") if isinstance(identity, dict) else None
+    if not isinstance(engine, dict) or "backend" in engine:
+        return identity
+    if engine.get("max_model_len", -1) is None:
+        engine = {**engine, "max_model_len": -1}
+    # Runs made before deterministic mode existed ran without it.
+    return {**identity, "engine": {"deterministic": False, **engine}}

@@ -25,10 +25,10 @@ from ttscale.params import params_class, parse_params
 from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
-from ttscale.run_config import check_spec_types, default_out, record_engine, write_config  # noqa: F401 - the runner's names too
+from ttscale.run_config import check_resume, check_spec_types, default_out, record_engine, write_config  # noqa: F401 - the runner's names too
 from ttscale.runs import grade_samples
 from ttscale.schema import Answer, Problem, RunRecord
-from ttscale.storage import CONFIG, SUMMARY, GroupCommit, RunDir, RunDirError
+from ttscale.storage import SUMMARY, GroupCommit, RunDir
 from ttscale.strategies import STRATEGIES
 from ttscale.summary import summarize
 
@@ -147,6 +147,9 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     from ttscale.evals.base import load_task
     from ttscale.models import resolve_model
 
+    if spec.server is not None and spec.engine.deterministic:
+        raise ValueError("deterministic mode applies to the engine ttscale starts (--backend vllm); a served model's "
+                         "batch invariance is set where it is served (vLLM: VLLM_BATCH_INVARIANT=1)")
     name = STRATEGIES.canonical(spec.strategy)
     assert name is not None
     fn = STRATEGIES.get(name)
@@ -203,31 +206,6 @@ def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
         raise ModelError(f"the model's {config_file} is not a JSON object")
     meter = None if budget.unit == "tokens" else budget.meter(model_config=config, hardware=hardware)
     return Meters(budget=meter, costing=eflop_meter(model_config=config, hardware=hardware))
-
-
-def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
-    """Refuse to resume a run whose stored identity differs from the one asked for."""
-    stored = _as_today(run_dir.read_config().get("identity"))
-    if not isinstance(stored, dict):  # edited by hand, or not written by ttscale: nothing to compare with
-        raise RunDirError(f"cannot resume {str(run_dir.path)!r}: {run_dir.path / CONFIG} has no identity "
-                          f"object (got {type(stored).__name__}); it was edited or not written by ttscale")
-    current = json.loads(json.dumps(prepared.identity(), default=str))
-    if stored != current:
-        diffs = [k for k in sorted(set(current) | set(stored)) if stored.get(k) != current.get(k)]
-        detail = "; ".join(
-            f"{k}: stored {json.dumps(stored.get(k))} vs now {json.dumps(current.get(k))}" for k in diffs
-        )
-        raise RunDirError(f"cannot resume {str(run_dir.path)!r}: the run differs in {detail}")
-
-
-def _as_today(identity: Any) -> Any:
-    """A stored identity in today's terms. Runs made before -1 became `max_model_len`'s default stored None (the
-    model's own length, or no start). For a run that started, that is the length -1 picks, since vLLM's fit lowers
-    the model's own length only when the KV cache cannot hold it."""
-    engine = identity.get("engine") if isinstance(identity, dict) else None
-    if isinstance(engine, dict) and "backend" not in engine and engine.get("max_model_len", -1) is None:
-        return {**identity, "engine": {**engine, "max_model_len": -1}}
-    return identity
 
 
 async def execute(

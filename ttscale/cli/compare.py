@@ -9,12 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from ttscale.cli import UsageError
-from ttscale.cli.config import ENGINE_FLAGS, add_engine_flags, engine_settings
+from ttscale.cli.config import ENGINE_FLAGS, ENGINE_SWITCHES, add_engine_flags, engine_settings
 from ttscale.comparison import COMPARE, GROUPS, compare
 
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
 _RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", *ENGINE_FLAGS,
-              "engine_arg", "chat_template_kwargs")
+              *ENGINE_SWITCHES, "engine_arg", "chat_template_kwargs")
 
 
 def register(sub: Any) -> None:

@@ -44,18 +44,23 @@ def apply_config_file(args: argparse.Namespace, command: str = "run") -> None:
             continue
         if name in _LISTS:  # both sources count; the command line's come last, so they win
             setattr(args, name, [*value, *(getattr(args, name, None) or [])])
-        elif getattr(args, name, None) in (None, False):
-            setattr(args, name, value)
+        elif getattr(args, name, None) is None or (getattr(args, name) is False and name not in ENGINE_SWITCHES):
+            setattr(args, name, value)  # an engine switch's False is a choice (--no-deterministic), not unset
 
 
 #: Engine settings with a flag of their own (EngineConfig fields); every other one is an --engine-arg.
 ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
+#: Engine settings that are on/off flags (`--deterministic` / `--no-deterministic`; true or false in a file).
+ENGINE_SWITCHES = ("deterministic",)
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
     """The engine flags `run` and `sweep` share."""
     for flag, kind in ENGINE_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
+    p.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                   help="samples that do not depend on the batch, the concurrency or the workers: float32 on a CPU, "
+                        "vLLM's batch-invariant kernels on an H100-class GPU (refused elsewhere); kept on --resume")
     p.add_argument("--engine-arg", action="append", metavar="KEY=VALUE",
                    help="any argument of the installed vLLM's engine, e.g. tensor_parallel_size=2, "
                         "quantization=fp8, kv_cache_dtype=fp8, max_num_seqs=128 (repeatable; JSON for structures)")
@@ -67,7 +72,8 @@ def engine_settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
     """The EngineConfig changes the engine flags given ask for (checked: one-line errors)."""
     from ttscale.engine.args import EngineArgError, parse_engine_args
 
-    changes: dict[str, Any] = {k: getattr(args, k) for k in ENGINE_FLAGS if getattr(args, k, None) is not None}
+    changes: dict[str, Any] = {k: getattr(args, k) for k in (*ENGINE_FLAGS, *ENGINE_SWITCHES)
+                               if getattr(args, k, None) is not None}
     if getattr(args, "engine_arg", None):
         try:
             changes["engine_args"] = parse_engine_args(args.engine_arg)
@@ -124,7 +130,7 @@ def _read_config(path: str, command: str) -> dict[str, Any]:
 
 
 #: On/off flags (true/false in a file), and flags given once per value (a list in a file).
-_SWITCHES = {"no_progress", "json", "no_subsample", "verbose"}
+_SWITCHES = {"no_progress", "json", "no_subsample", "verbose", *ENGINE_SWITCHES}
 _REPEATED = {"strategy"}
 
 
@@ -156,7 +162,7 @@ def _config_tokens(path: str, data: dict[str, Any], *, known: set[str], command:
         if key in _SWITCHES:
             if not isinstance(value, bool):
                 raise UsageError(f"{command}: in {path}: {key} must be true or false, got {value!r}")
-            tokens.extend([flag] if value else [])
+            tokens.extend([flag] if value else [f"--no-{flag[2:]}"] if key in ENGINE_SWITCHES else [])
         elif key in _LISTS or key in _REPEATED:
             items = value if isinstance(value, list) else [value]
             tokens.extend(f"{flag}={_scalar(path, key, item, command)}" for item in items)
@@ -250,5 +256,5 @@ def vllm_only(args: argparse.Namespace, command: str) -> None:
         raise UsageError(f"{command}: --{given[0].replace('_', '-')} applies to --backend openai only")
 
 
-__all__ = ["ENGINE_FLAGS", "SERVER_FLAGS", "add_backend_flags", "add_engine_flags", "apply_config_file",
-           "chat_template_kwargs", "engine_settings", "server_settings", "vllm_only"]
+__all__ = ["ENGINE_FLAGS", "ENGINE_SWITCHES", "SERVER_FLAGS", "add_backend_flags", "add_engine_flags",
+           "apply_config_file", "chat_template_kwargs", "engine_settings", "server_settings", "vllm_only"]

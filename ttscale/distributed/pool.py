@@ -73,9 +73,18 @@ class WorkerPool:
         return [m.pid if m.state != "dead" else None for m in self._members]
 
     async def current_pid(self, rank: int, *, timeout: float = 120.0) -> int:
-        """Ask worker `rank` for its process id now (a restarted worker answers before its engine is up)."""
-        pid: int = await asyncio.wait_for(self._members[rank].handle.pid.remote(), timeout)
-        return pid
+        """Ask worker `rank` for its process id now (a restarted worker answers before its engine is up). While Ray
+        is still restarting it the actor is "temporarily unavailable": asked again until `timeout`."""
+        unavailable = _ray().exceptions.ActorUnavailableError
+
+        async def ask() -> int:
+            while True:
+                try:
+                    return int(await self._members[rank].handle.pid.remote())
+                except unavailable:
+                    await asyncio.sleep(0.5)
+
+        return await asyncio.wait_for(ask(), timeout)
 
     def stats(self) -> list[dict[str, Any]]:
         stats = []

