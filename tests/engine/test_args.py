@@ -227,6 +227,10 @@ def test_engine_args_reach_vllm_and_cut_answers_are_counted(tmp_path: Path) -> N
     engine = json.loads((out / "config.json").read_text())["environment"]["engine"]
     assert engine["vllm_config"]["max_num_seqs"] == 8  # vLLM's own scheduler config
     assert engine["max_model_len"] == engine["vllm_config"]["max_model_len"] == 8192  # SmolLM2's own limit
+    # What the samples depend on, from the started engine: the dtype in force (the CPU plan's), the model's hashes.
+    found = engine["determinants"]
+    assert found["dtype"] == engine["cpu"]["dtype"] and found["deterministic"] is False and found["device"] == "cpu"
+    assert all(len(found[k]) == 64 for k in ("model_sha256", "tokenizer_sha256", "chat_template_sha256"))
     summary = json.loads((out / "summary.json").read_text())
     # 6 tokens cannot hold an answer: every sample stopped at max_tokens, and the run said so once.
     assert summary["cut_samples"] == 6 and summary["problems_with_cut_samples"] == 2
