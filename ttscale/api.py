@@ -287,9 +287,9 @@ def sweep(
     if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
         raise ValueError("server= runs a served model; engine=, model= and engine_args= are for vLLM engines in "
                          "this process (the served model's name goes in the OpenAIConfig)")
-    if server is not None and config.deterministic:
-        raise ValueError("deterministic mode applies to the engines ttscale starts; a served model's batch "
-                         "invariance is set where it is served (vLLM: VLLM_BATCH_INVARIANT=1)")
+    from ttscale.engine.determinism import refuse_served
+
+    refuse_served(served=server is not None, deterministic=config.deterministic)  # before the sweep's folder exists
     root = Path(out) if out is not None else Path("sweeps") / f"{task.replace(':', '-')}-{_stamp()}"
     if out is not None and not strategies and not budgets:  # finishing the sweep in `out`, as it was made
         spec = load_spec(root)

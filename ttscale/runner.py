@@ -18,6 +18,7 @@ from typing import IO, Any
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
 from ttscale.engine.base import Engine, EngineConfig, context_length, is_fatal
+from ttscale.engine.determinism import refuse_served
 from ttscale.engine.openai import OpenAIConfig, is_transient
 from ttscale.messages import one_line
 from ttscale.models import ModelError
@@ -147,9 +148,7 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     from ttscale.evals.base import load_task
     from ttscale.models import resolve_model
 
-    if spec.server is not None and spec.engine.deterministic:
-        raise ValueError("deterministic mode applies to the engine ttscale starts (--backend vllm); a served model's "
-                         "batch invariance is set where it is served (vLLM: VLLM_BATCH_INVARIANT=1)")
+    refuse_served(served=spec.server is not None, deterministic=spec.engine.deterministic)
     name = STRATEGIES.canonical(spec.strategy)
     assert name is not None
     fn = STRATEGIES.get(name)

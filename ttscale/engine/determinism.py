@@ -42,6 +42,14 @@ class DeterminismUnavailable(ValueError):
     """Deterministic mode was asked for where it cannot be had (a one-line reason)."""
 
 
+def refuse_served(*, served: bool, deterministic: bool) -> None:
+    """A served model (the openai backend) cannot be made deterministic from here: refused in one line."""
+    if served and deterministic:
+        raise DeterminismUnavailable(
+            "deterministic mode applies to the engine ttscale starts (--backend vllm); a served model's batch "
+            "invariance is set where it is served (vLLM: VLLM_BATCH_INVARIANT=1)")
+
+
 def cpu_dtype(configured: str) -> str:
     """The dtype a deterministic CPU engine runs: float32, whatever `auto` would pick; bf16 or fp16 is refused."""
     if configured in ("auto", "float32"):
@@ -198,4 +206,4 @@ def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> lis
 
 __all__ = ["BATCH_INVARIANT_ENV", "BATCH_INVARIANT_MIN_CAPABILITY", "DeterminismUnavailable", "cpu_dtype",
            "determinants", "differences", "file_hashes", "file_sha256", "gpu_refusal", "gpu_settings",
-           "model_folder", "text_sha256"]
+           "model_folder", "refuse_served", "text_sha256"]

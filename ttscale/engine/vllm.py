@@ -195,9 +195,9 @@ class VLLMEngine(HFTokenizerMixin):
             "python_version": platform.python_version(),
             "config": self.config.to_dict(),
             "max_model_len": self.config.max_model_len,
-            "vllm_config": self._vllm_settings(),
+            "vllm_config": (settings := self._vllm_settings()),
             **({"cpu": self.cpu.to_dict()} if self.cpu is not None else {}),
-            "determinants": self.determinants(),
+            "determinants": self.determinants(settings),
         }
 
     @functools.cached_property
@@ -206,12 +206,13 @@ class VLLMEngine(HFTokenizerMixin):
 
         return file_hashes(self.model_path, cache=cache_dir() / "digests.json")
 
-    def determinants(self) -> dict[str, Any]:
-        """What this engine's samples depend on besides the run's identity (ttscale.engine.determinism)."""
+    def determinants(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """What this engine's samples depend on besides the run's identity (ttscale.engine.determinism), with
+        `settings` the vLLM settings `describe` read."""
         import torch
         import vllm
 
-        dtype = self._vllm_settings().get("dtype") or (self.cpu.dtype if self.cpu is not None else self.config.dtype)
+        dtype = settings.get("dtype") or (self.cpu.dtype if self.cpu is not None else self.config.dtype)
         return determinants(
             hashes=self._hashes, chat_template=getattr(self._tokenizer, "chat_template", None),
             vllm_version=vllm.__version__, torch_version=torch.__version__,
