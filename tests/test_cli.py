@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,9 +146,12 @@ def _stop(proc: subprocess.Popen[bytes], signum: signal.Signals, out: Path, code
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_sigterm_and_each_resume_goes_on_to_every_problem_once(tmp_path: Path) -> None:
-    # One run stopped twice, each stage resuming the last (three engine starts where two tests took four): Ctrl-C,
-    # then a scheduler's SIGTERM. kill -9 at random points, then resume, is tests/distributed/test_crash_resume.py.
+def test_ctrl_c_then_sigterm_and_each_resume_goes_on_to_every_problem_once(tmp_path: Path, api_engine: Any) -> None:
+    # One run stopped twice, each stage resuming the last: Ctrl-C, then a scheduler's SIGTERM, then `ttscale.run`
+    # on the session's engine finishes what the CLI left (two engine starts where two tests took four). kill -9 at
+    # random points, then resume, is tests/distributed/test_crash_resume.py.
+    import ttscale
+
     out = tmp_path / "run"
     # Small problems (4 samples of ≤ 64 tokens) one at a time: long enough to stop mid-way, and the test's time is
     # the engine starts rather than generation.
@@ -164,17 +168,10 @@ def test_ctrl_c_then_sigterm_and_each_resume_goes_on_to_every_problem_once(tmp_p
     before, finished = finished, results.read_text().count("\n")
     assert before < finished < 8
 
-    done = subprocess.run(
-        _ttscale("run", "--resume", str(out), "--json"), capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout)
-    # The terminal shows ttscale's progress (tokens, problems, requests in flight), not the engine's logs,
-    # which are in the run directory.
-    assert "100%" in done.stderr and "| 8/8 [" in done.stderr and "tokens, 0 requests in flight" in done.stderr, (
-        done.stderr[-2000:])
-    assert "INFO" not in done.stderr and "WARNING" not in done.stderr, done.stderr[-2000:]
-    assert "INFO" in (out / "engine.log").read_text(errors="replace")
+    # The API resumes what the CLI wrote (the settings given are the run's; only unfinished problems run).
+    done = ttscale.run(strategy="self_consistency", budget="256", task="arithmetic", limit=8,
+                       params={"max_tokens": "64"}, concurrency=1, out=out, engine=api_engine)
+    summary = done.summary
     records = [json.loads(line) for line in results.read_text().splitlines()]
     assert len(records) == 8 and len({r["id"] for r in records}) == 8  # every problem exactly once
     assert all(r["ledger"]["generated_tokens"] <= 256 for r in records)

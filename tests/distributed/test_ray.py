@@ -199,18 +199,21 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
             # one's problems into batches of its own.
             run_dir = RunDir(tmp_path / "two")
 
-            async def solver(problem: Problem) -> dict[str, Any]:
-                record = await pool.solve(problem)
+            async def kill_one_in_flight() -> None:
+                # Killed the moment all 16 are handed out, while its problems are still generating (killed after a
+                # finished problem instead, its whole batch could be done already and nothing would be resent).
+                while sum(s["busy"] for s in pool.stats()) < 16:
+                    await asyncio.sleep(0.005)
                 busy = [s["busy"] for s in pool.stats()]
-                if "victim" not in seen and len(run_dir.records()) >= 2 and max(busy) > 0:
-                    seen["victim"] = victim = busy.index(max(busy))
-                    seen["pid"] = pool.worker_pids()[victim]
-                    seen["in_flight"] = max(busy)
-                    os.kill(seen["pid"], signal.SIGKILL)  # a crash, not a polite stop
-                return record
+                seen["victim"] = victim = busy.index(max(busy))
+                seen["pid"] = pool.worker_pids()[victim]
+                seen["in_flight"] = max(busy)
+                os.kill(seen["pid"], signal.SIGKILL)  # a crash, not a polite stop
 
+            killer = asyncio.ensure_future(kill_one_in_flight())
             with run_dir.open_for_writing():
-                await run_problems(prepared, run_dir, solver, concurrency=16, progress=False)
+                await run_problems(prepared, run_dir, pool.solve, concurrency=16, progress=False)
+            await killer
             seen["resent"] = pool.resent
             seen["after"] = pool.stats()[seen["victim"]]
             # Ray restarted the dead worker as a new process (its engine may still be starting:
@@ -222,7 +225,7 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
     c1, two = (_by_id(RunDir(tmp_path / name)) for name in ("c1", "two"))
     lines = (tmp_path / "two" / "results.jsonl").read_text().splitlines()
     assert len(lines) == 16  # every problem exactly once: nothing finished was redone
-    assert seen["resent"] >= 1 and seen["in_flight"] >= 2, seen  # the killed worker's unfinished problems ran again
+    assert seen["resent"] == seen["in_flight"] >= 2, seen  # the killed worker's unfinished problems ran again
     assert seen["after"]["deaths"] == 1 and seen["after"]["state"] in ("reviving", "up"), seen
     assert seen["new_pid"] not in (None, seen["pid"]), seen
     assert all(r["error"] is None and r["samples"] for r in two.values())

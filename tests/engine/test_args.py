@@ -236,3 +236,9 @@ def test_engine_args_reach_vllm_and_cut_answers_are_counted(tmp_path: Path) -> N
     assert summary["cut_samples"] == 6 and summary["problems_with_cut_samples"] == 2
     assert summary["cut_sample_share"] == 1.0 and summary["context_cut_samples"] == 0
     assert done.stderr.count("ttscale: warning:") == 1 and "stopped at a length limit" in done.stderr
+    # The terminal shows ttscale's progress (tokens, problems, requests in flight), not the engine's logs,
+    # which are in the run directory.
+    assert "100%" in done.stderr and "| 2/2 [" in done.stderr and "tokens, 0 requests in flight" in done.stderr, (
+        done.stderr[-2000:])
+    assert "INFO" not in done.stderr and "WARNING" not in done.stderr, done.stderr[-2000:]
+    assert "INFO" in (out / "engine.log").read_text(errors="replace")

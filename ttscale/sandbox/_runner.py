@@ -196,6 +196,11 @@ def run(job: dict[str, Any]) -> NoReturn:
     settrace(None)
     setprofile(None)
     testing[0] = True
+    # Timers off before handlers back to default: a timer the program armed must not fire into SIG_DFL (which
+    # kills the process: "crashed" or "failed" by a race, never the same verdict twice).
+    signals.alarm(0)
+    for timer in (signals.ITIMER_REAL, signals.ITIMER_VIRTUAL, signals.ITIMER_PROF):
+        signals.setitimer(timer, 0)
     for signum in range(1, signals.NSIG):
         try:
             handler = signals.getsignal(signum)
@@ -203,9 +208,6 @@ def run(job: dict[str, Any]) -> NoReturn:
                 signals.signal(signum, signals.SIG_DFL)
         except (OSError, ValueError):
             continue
-    signals.alarm(0)
-    for timer in (signals.ITIMER_REAL, signals.ITIMER_VIRTUAL, signals.ITIMER_PROF):
-        signals.setitimer(timer, 0)
     for name in [name for name in builtins_dict if name not in startup_builtins]:
         del builtins_dict[name]
     builtins_dict.update(startup_builtins)
