@@ -23,12 +23,16 @@ F6 A* reaches best-of-N's accuracy with fewer tokens (Chatziveroglou, up to 3x) 
 F7 adaptive routing matches best-of-N with fewer tokens (Snell et al.) — from benchmarks/adaptive.py's
    report (`--adaptive-report FILE`; it runs sweeps, so it is its own command).
 F8 TTSPM: accuracy saturates — the fitted saturation point N* of coverage(N) lies inside the measured range.
+F9 DeepConf-low online reaches self-consistency's accuracy with fewer tokens (Fu et al., 52.9% fewer at 256 traces:
+   2.12x) — self-consistency/DeepConf tokens at the same N traces per problem by the magnitude rule (≥ √2.12 =
+   1.46x), DeepConf at most m lower; its window is 16 tokens (the paper's 2,048 is longer than this model's whole
+   answers, which would never be stopped) and its warm-up N/4 traces.
 
 Accuracy differences (F3-F6) are Tango's score interval for paired proportions, as `ttscale compare` reports
 them: a bootstrap over problems gave a zero-width interval when no pair differed, which read as equality.
 
     python benchmarks/findings.py [--problems 30] [--repeats 2] [--pool 32] [--adaptive-report FILE]
-                                  [--deterministic] [--json FILE]
+                                  [--deterministic] [--only F3,F9] [--json FILE]
 
 The table ends with a provenance line (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py),
 recorded in the JSON as `provenance`.
@@ -48,6 +52,7 @@ from typing import Any
 import numpy as np
 from provenance import provenance, provenance_line
 from verdicts import (
+    PAPER_DEEPCONF_FACTOR,
     above,
     accuracy_difference,
     coverage_law,
@@ -67,6 +72,8 @@ from ttscale.scaling import fit_ttspm
 Records = list[list[dict[str, Any]]]
 """records[r][i]: repeat r, problem i (the same problems in the same order for every repeat)."""
 
+
+FINDINGS = ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9")
 
 def run(sync: SyncEngine, *, strategy: str, budget: str, params: dict[str, Any], task: str, limit: int,
         repeats: int) -> Records:
@@ -147,6 +154,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--width", type=int, default=16, help="F5: the search width of ETS and REBASE")
     parser.add_argument("--adaptive-report", metavar="FILE", help="F7: benchmark.json of benchmarks/adaptive.py")
     parser.add_argument("--json", metavar="FILE", help="also write the table as JSON")
+    parser.add_argument("--only", default=",".join(FINDINGS),
+                        help="the findings to run, e.g. F9 or F3,F6 (default all)")
     parser.add_argument("--deterministic", action="store_true",
                         help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
     return parser
@@ -154,6 +163,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
+    wanted = {name.strip().upper() for name in args.only.split(",") if name.strip()}
+    if not wanted <= set(FINDINGS):
+        raise SystemExit(f"--only: unknown findings {', '.join(sorted(wanted - set(FINDINGS)))}; "
+                         f"known: {', '.join(FINDINGS)}")
     began = time.perf_counter()
     tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
     sync = SyncEngine(deterministic=args.deterministic)
@@ -161,47 +174,58 @@ def main() -> None:
     try:
         origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         common = {"task": "arithmetic", "limit": args.problems, "repeats": args.repeats}
-        pools = run(sync, strategy="best_of_n", budget=str(args.pool * 128),
-                    params={"n": args.pool, "max_tokens": 128}, **common)
-        task = prepare(RunSpec(strategy="best_of_n", limit=args.problems)).task
-        references = {p.id: p for p in task.problems()}
-        rows += pool_findings(pools, lambda answer, pid: bool(task.grade(answer, references[pid])), args.pool)
+        if wanted & {"F1", "F2", "F8"}:
+            pools = run(sync, strategy="best_of_n", budget=str(args.pool * 128),
+                        params={"n": args.pool, "max_tokens": 128}, **common)
+            task = prepare(RunSpec(strategy="best_of_n", limit=args.problems)).task
+            references = {p.id: p for p in task.problems()}
+            rows += pool_findings(pools, lambda answer, pid: bool(task.grade(answer, references[pid])), args.pool)
 
         small = args.small_budget
-        sc = run(sync, strategy="self_consistency", budget=small, params={"max_tokens": 128}, **common)
-        genrm = run(sync, strategy="genrm", budget=small, params={"max_tokens": 128, "verify_tokens": 128}, **common)
-        d = accuracy_difference(by_problem(sc, correct), by_problem(genrm, correct))
-        rows.append(("F3 self-consistency ≥ GenRM at small budgets", above(d, 0),
-                     f"at {small}: SC − GenRM accuracy {pts(d)}"))
+        if "F3" in wanted:
+            sc = run(sync, strategy="self_consistency", budget=small, params={"max_tokens": 128}, **common)
+            genrm = run(sync, strategy="genrm", budget=small, params={"max_tokens": 128, "verify_tokens": 128},
+                        **common)
+            d = accuracy_difference(by_problem(sc, correct), by_problem(genrm, correct))
+            rows.append(("F3 self-consistency ≥ GenRM at small budgets", above(d, 0),
+                         f"at {small}: SC − GenRM accuracy {pts(d)}"))
 
-        medium = {**common, "task": "arithmetic:2-3"}
-        beam = run(sync, strategy="beam", budget=small, params=tree, **medium)
-        bon = run(sync, strategy="best_of_n", budget=small, params={"max_tokens": 256, "verifier": "arithmetic"},
-                  **medium)
-        d = accuracy_difference(by_problem(beam, correct), by_problem(bon, correct))
-        rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", above(d, 0),
-                     f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)}"))
+        if "F4" in wanted:
+            medium = {**common, "task": "arithmetic:2-3"}
+            beam = run(sync, strategy="beam", budget=small, params=tree, **medium)
+            bon = run(sync, strategy="best_of_n", budget=small,
+                      params={"max_tokens": 256, "verifier": "arithmetic"}, **medium)
+            d = accuracy_difference(by_problem(beam, correct), by_problem(bon, correct))
+            rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", above(d, 0),
+                         f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)}"))
 
-        wide = {**tree, "n": args.width}
-        rebase = run(sync, strategy="rebase", budget="16k", params=wide, **common)
-        ets = run(sync, strategy="ets", budget="16k", params=wide, **common)
-        found = kv_at_equal_accuracy(ratio_of_means(per_problem(rebase, reference_kv), per_problem(ets, reference_kv)),
-                                     accuracy_difference(by_problem(ets, correct), by_problem(rebase, correct)))
-        rows.append(("F5 ETS cuts KV at equal accuracy", found.verdict, f"width {args.width}: {found.measured}"))
+        if "F5" in wanted:
+            wide = {**tree, "n": args.width}
+            rebase = run(sync, strategy="rebase", budget="16k", params=wide, **common)
+            ets = run(sync, strategy="ets", budget="16k", params=wide, **common)
+            found = kv_at_equal_accuracy(
+                ratio_of_means(per_problem(rebase, reference_kv), per_problem(ets, reference_kv)),
+                accuracy_difference(by_problem(ets, correct), by_problem(rebase, correct)))
+            rows.append(("F5 ETS cuts KV at equal accuracy", found.verdict, f"width {args.width}: {found.measured}"))
 
-        bon_all = run(sync, strategy="best_of_n", budget=small, params={"max_tokens": 256, "verifier": "arithmetic"},
-                      **common)
-        # The paper's A* pops one state per round; parallel=4 is this package's batched variant (fewer rounds).
-        for parallel, setting in ((1, "parallel=1, the paper's one pop per round"), (4, "parallel=4")):
-            astar = run(sync, strategy="astar", budget=small, params={**tree, "parallel": parallel}, **common)
-            found = fewer_tokens_at_matching_accuracy(
-                ratio_of_means(per_problem(bon_all, tokens), per_problem(astar, tokens)),
-                accuracy_difference(by_problem(astar, correct), by_problem(bon_all, correct)))
-            rows.append((f"F6 A* reaches best-of-N accuracy with fewer tokens ({setting})", found.verdict,
-                         f"at {small}: {found.measured}"))
+        if "F6" in wanted:
+            bon_all = run(sync, strategy="best_of_n", budget=small,
+                          params={"max_tokens": 256, "verifier": "arithmetic"}, **common)
+            # The paper's A* pops one state per round; parallel=4 is this package's batched variant (fewer rounds).
+            for parallel, setting in ((1, "parallel=1, the paper's one pop per round"), (4, "parallel=4")):
+                astar = run(sync, strategy="astar", budget=small, params={**tree, "parallel": parallel}, **common)
+                found = fewer_tokens_at_matching_accuracy(
+                    ratio_of_means(per_problem(bon_all, tokens), per_problem(astar, tokens)),
+                    accuracy_difference(by_problem(astar, correct), by_problem(bon_all, correct)))
+                rows.append((f"F6 A* reaches best-of-N accuracy with fewer tokens ({setting})", found.verdict,
+                             f"at {small}: {found.measured}"))
+
+        if "F9" in wanted:
+            rows.append(deepconf_row(sync, traces=args.pool, common=common))
     finally:
         sync.close()
-    rows.append(adaptive_row(args.adaptive_report))
+    if "F7" in wanted:
+        rows.append(adaptive_row(args.adaptive_report))
     seconds = time.perf_counter() - began
     print(f"{args.problems} problems × {args.repeats} repeats (run seeds 0..{args.repeats - 1}), embedded model; "
           "95% intervals over problems (accuracy differences: Tango's score interval for paired proportions, "
@@ -214,6 +238,23 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(seconds, 1), **vars(args),
                                                "provenance": origin}, indent=1))
+
+
+def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:
+    """F9: N traces per problem either way; DeepConf-low online (η = 10%) stops the traces whose 16-token window
+    falls below the warm-up's 90th percentile and stops sampling at a 95% consensus. Warm-up N/4 (at least 4):
+    the paper's 16 of 256 would leave 2 of 32 traces to set a percentile by."""
+    budget = str(traces * 128)
+    sc = run(sync, strategy="self_consistency", budget=budget, params={"n": traces, "max_tokens": 128}, **common)
+    online = {"mode": "online", "n": traces, "max_tokens": 128, "warmup": max(4, traces // 4), "window": 16,
+              "eta": 0.1}
+    dc = run(sync, strategy="deepconf", budget=budget, params=online, **common)
+    found = fewer_tokens_at_matching_accuracy(
+        ratio_of_means(per_problem(sc, tokens), per_problem(dc, tokens)),
+        accuracy_difference(by_problem(dc, correct), by_problem(sc, correct)),
+        paper=PAPER_DEEPCONF_FACTOR, names=("self-consistency", "DeepConf"))
+    return ("F9 DeepConf-low reaches self-consistency's accuracy with fewer tokens", found.verdict,
+            f"{traces} traces, {online['warmup']} warm-up: {found.measured}")
 
 
 def adaptive_row(path: str | None) -> tuple[str, str, str]:

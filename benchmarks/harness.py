@@ -6,9 +6,15 @@ Every run goes through the real runner (`prepare` + `execute`: ledger, strategy,
 fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted policy, never a model):
 - ceiling: the zero-cost engine answers every request at once, so the run's time is the harness alone;
   printed per strategy: problems/s, requests/s (calls of the engine), vLLM requests/s (sequences: vLLM v1 runs
-  a request with n samples as n requests), generated tokens/s (tree searches at `--width`);
+  a request with n samples as n requests), generated tokens/s (tree searches at `--width`, MCTS and A* at the
+  same token budget);
 - share: the same runs against a rate model of a 1.5B model on one H100 (`LatencyModel.h100_1p5b`): the
   engine's busy and idle time over the wall time; idle is what the harness made it wait;
+- DeepConf: `deepconf` (offline: 16 traces with top-20 log-probs, filtered and voted by confidence) and
+  `deepconf~online` (N = 64: a warm-up of 16, then traces streamed 8 at a time and aborted in the engine when a
+  16-token window's confidence falls below the warm-up's threshold); its cost is set against
+  `self_consistency~n64` (64 samples, the same tokens at most), the line after the share table;
+- `NAME~nN`: a pool strategy at N samples (the pool rows are at 16);
 - `--profile NAME`: the top functions by own time for one strategy's zero-cost run;
 - `--scale`: best-of-N at 100 / 1,000 / 10,000 problems, time and peak memory per problem;
 - `--resume N`: a run of N problems with N-1 finished, resumed: the time to find and run the last one;
@@ -46,7 +52,12 @@ from ttscale.storage import RunDir
 from ttscale.testing import LatencyConfig, LatencyEngine, LatencyModel
 
 POOL = ("best_of_n", "self_consistency")
-TREE = ("beam", "rebase", "ets", "astar")
+TREE = ("beam", "rebase", "ets", "astar", "mcts")
+DEEPCONF = ("deepconf", "deepconf~online")
+ONLINE_BASELINE = "self_consistency~n64"
+"""deepconf~online's N at self-consistency: what the harness adds for streaming and aborting is set against it."""
+SEQUENTIAL = ("astar", "mcts")
+"""Tree searches with no width: they run until the budget (`--width` × 512 tokens) is spent."""
 
 
 @dataclass
@@ -66,11 +77,15 @@ class Measured:
                 f"{self.sequences / self.seconds:9.0f} vLLM requests/s  {self.tokens / self.seconds:10.0f} tokens/s")
         counts = (f"({self.problems} problems, {self.requests} requests of {self.sequences} sequences, "
                   f"{self.seconds:.2f} s)")
-        return f"  {self.strategy:<18} {rate}  {counts}"
+        return f"  {self.strategy:<20} {rate}  {counts}"
 
 
 SIM_ENCODER = "sim-encoder"
 """ETS's `embedder` for the simulated encoder (a name no sentence-transformers model has)."""
+
+
+DEFAULT = (*POOL, *DEEPCONF, ONLINE_BASELINE, *TREE, "ets~" + SIM_ENCODER)
+"""The rows of the ceiling and share tables unless `--strategies` names others."""
 
 
 class HashEncoder:
@@ -102,21 +117,30 @@ def use_simulated_encoder() -> None:
 
 
 def spec_for(strategy: str, *, problems: int, width: int, budget: str) -> RunSpec:
-    """`ets~sim-encoder` is ETS with the simulated encoder."""
+    """`ets~sim-encoder` is ETS with the simulated encoder, `deepconf~online` DeepConf's online mode, `NAME~nN`
+    a pool strategy at N samples."""
     strategy, _, variant = strategy.partition("~")
     params: dict[str, Any] = {"n": width} if strategy in TREE else {"n": 16, "max_tokens": 256}
     if variant == SIM_ENCODER:
         use_simulated_encoder()
         params["embedder"] = SIM_ENCODER
+    elif variant[:1] == "n" and variant[1:].isdigit():
+        params["n"] = int(variant[1:])
     if strategy in TREE:
         params.update(max_tokens=512, step_tokens=96, max_steps=8)
-    if strategy == "astar":  # best-first: no width; it pops `parallel` nodes per round until the budget ends
+    if strategy in SEQUENTIAL:  # no width: A* pops `parallel` nodes per round, MCTS runs one simulation at a time
         del params["n"]
+    if strategy == "deepconf":
+        # The simulator's traces are ~50-300 tokens, not the paper's thousands: a 16-token group (the paper's
+        # 2,048) lets a wrong step's lower confidence show, and online lets the stop fire inside a trace.
+        params["window"] = 16
+        if variant == "online":
+            params.update(mode="online", n=64, warmup=16)
     return RunSpec(strategy=strategy, budget=budget, task="arithmetic", limit=problems, params=params,
                    task_options={"per_level": max(1, -(-problems // 5))}, concurrency=256)
 
 
-async def run_once(spec: RunSpec, model: LatencyModel, out: Path) -> Measured:
+async def run_once(spec: RunSpec, model: LatencyModel, out: Path, *, label: str | None = None) -> Measured:
     prepared = prepare(spec)
     engine = LatencyEngine(model=model, max_steps=6)
     run_dir = RunDir(out)
@@ -127,14 +151,15 @@ async def run_once(spec: RunSpec, model: LatencyModel, out: Path) -> Measured:
     finally:
         await engine.close()
     seconds = time.perf_counter() - start
-    label = spec.strategy + ("~" + SIM_ENCODER if spec.params.get("embedder") == SIM_ENCODER else "")
+    if label is None:
+        label = spec.strategy + ("~" + SIM_ENCODER if spec.params.get("embedder") == SIM_ENCODER else "")
     return Measured(label, len(prepared.problems), seconds, engine.requests, engine.generated_tokens,
                     engine.sequences, engine.busy_seconds, engine.idle_seconds)
 
 
-def measure(spec: RunSpec, model: LatencyModel) -> Measured:
+def measure(spec: RunSpec, model: LatencyModel, *, label: str | None = None) -> Measured:
     with tempfile.TemporaryDirectory() as out:
-        return asyncio.run(run_once(spec, model, Path(out)))
+        return asyncio.run(run_once(spec, model, Path(out), label=label))
 
 
 def profile(spec: RunSpec, *, top: int = 15) -> str:
@@ -247,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--width", type=int, default=64, help="tree searches' N")
-    parser.add_argument("--strategies", default=",".join((*POOL, *TREE, "ets~" + SIM_ENCODER)))
+    parser.add_argument("--strategies", default=",".join(DEFAULT))
     parser.add_argument("--profile", metavar="STRATEGY")
     parser.add_argument("--scale", action="store_true", help="best-of-N at 100, 1,000 and 10,000 problems")
     parser.add_argument("--resume", type=int, metavar="N", help="resume a run of N problems with N-1 finished")
@@ -264,15 +289,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ceiling (zero-cost engine), {args.problems} problems, tree width {args.width}:")
     for name in [] if args.skip_ceiling else names:
         print(measure(spec_for(name, problems=args.problems, width=args.width, budget=budget),
-                      LatencyModel.zero_cost()).line())
+                      LatencyModel.zero_cost(), label=name).line())
     if not args.no_share and not args.skip_ceiling:
         model = LatencyModel.h100_1p5b()
         print(f"share (H100 1.5B rate model: {model.step_seconds * 1e3:g} ms/step + "
               f"{model.step_seconds_per_seq * 1e6:g} µs/sequence, prefill {model.prefill_tokens_per_s:,.0f} tok/s):")
+        shares: dict[str, float] = {}
         for name in names:
-            m = measure(spec_for(name, problems=args.problems, width=args.width, budget=budget), model)
-            print(f"  {name:<18} wall {m.seconds:7.2f} s  engine busy {m.busy:7.2f} s  idle {m.idle:6.2f} s  "
-                  f"harness share {100 * (1 - m.busy / m.seconds):5.1f}%  ({m.tokens / m.seconds:,.0f} tokens/s)")
+            m = measure(spec_for(name, problems=args.problems, width=args.width, budget=budget), model, label=name)
+            shares[name] = 100 * (1 - m.busy / m.seconds)
+            print(f"  {name:<20} wall {m.seconds:7.2f} s  engine busy {m.busy:7.2f} s  idle {m.idle:6.2f} s  "
+                  f"harness share {shares[name]:5.1f}%  ({m.tokens / m.seconds:,.0f} tokens/s)")
+        if "deepconf~online" in shares and ONLINE_BASELINE in shares:
+            online, base = shares["deepconf~online"], shares[ONLINE_BASELINE]
+            print(f"  deepconf~online adds {online - base:+.1f} points of harness share to {ONLINE_BASELINE} "
+                  f"({online:.1f}% vs {base:.1f}%)")
     if args.profile:
         print(f"profile: {args.profile}, zero-cost engine")
         print(profile(spec_for(args.profile, problems=args.problems, width=args.width, budget=budget)))

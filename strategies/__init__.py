@@ -29,10 +29,12 @@ STRATEGIES.register("beam", "ttscale.strategies.beam:beam", aliases=("beam_searc
 STRATEGIES.register("dvts", "ttscale.strategies.dvts:dvts")
 STRATEGIES.register("rebase", "ttscale.strategies.rebase:rebase")
 STRATEGIES.register("astar", "ttscale.strategies.astar:astar", aliases=("a_star", "astar_decoding"))
+STRATEGIES.register("mcts", "ttscale.strategies.mcts:mcts", aliases=("monte_carlo_tree_search",))
 STRATEGIES.register("particle_filter", "ttscale.strategies.particle_filter:particle_filter", aliases=("pf",))
 STRATEGIES.register("ets", "ttscale.strategies.ets:ets", aliases=("efficient_tree_search",))
 STRATEGIES.register("genrm", "ttscale.strategies.genrm:genrm", aliases=("gen_rm",))
 STRATEGIES.register("adaptive", "ttscale.strategies.adaptive:adaptive", aliases=("compute_optimal",))
+STRATEGIES.register("deepconf", "ttscale.strategies.deepconf:deepconf", aliases=("deep_conf",))
 STRATEGIES.register("budget_forcing", "ttscale.strategies.budget_forcing:budget_forcing", aliases=("s1",))
 STRATEGIES.register("no_thinking", "ttscale.strategies.no_thinking:no_thinking", aliases=("nothinking",))
 STRATEGIES.register(

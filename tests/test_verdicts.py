@@ -210,6 +210,26 @@ def test_f5_and_f6_combine_cost_and_accuracy() -> None:
     assert v.fewer_tokens_at_matching_accuracy((3.2, 2.5, 4.0), unknown).verdict == v.INCONCLUSIVE
 
 
+def test_f9_deepconf_against_the_papers_52_9_percent_cut() -> None:
+    # 52.9% fewer tokens is 2.12x; reproduced needs the ratio's interval wholly at or above √2.12 = 1.46x.
+    assert pytest.approx(2.1231, abs=1e-4) == v.PAPER_DEEPCONF_FACTOR
+    equal, worse = (0.0, -0.005, 0.005), (-0.08, -0.14, -0.03)
+
+    def f9(tokens: v.Interval, accuracy: v.Interval) -> v.Verdict:
+        return v.fewer_tokens_at_matching_accuracy(tokens, accuracy, paper=v.PAPER_DEEPCONF_FACTOR,
+                                                   names=("self-consistency", "DeepConf"))
+
+    found = f9((2.3, 1.9, 2.8), equal)
+    assert found.verdict == v.REPRODUCED
+    assert "self-consistency/DeepConf tokens" in found.measured and "paper 2.12x; reproduced needs CI ≥ 1.46x" in (
+        found.measured) and "DeepConf − self-consistency accuracy" in found.measured
+    # Synthetic data where it must say "not reproduced": the savings bought with accuracy (stopping the right
+    # traces), or no savings at all (every trace above the threshold, nothing stopped).
+    assert f9((2.3, 1.9, 2.8), worse).verdict == v.NOT_REPRODUCED
+    assert f9((0.97, 0.9, 1.0), equal).verdict == v.NOT_REPRODUCED
+    assert f9((1.2, 1.1, 1.3), equal).verdict == v.DIRECTION_ONLY  # fewer tokens, far from the paper's cut
+
+
 # -- F1: the coverage law on held-out k -----------------------------------------------------------------------
 
 

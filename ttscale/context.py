@@ -20,7 +20,7 @@ T = TypeVar("T")
 Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import Engine, Prompt
+    from ttscale.engine.base import Engine, Prompt, TokenWatch
     from ttscale.evals.base import Task
     from ttscale.sandbox import Execution, Sandbox
 
@@ -43,13 +43,27 @@ class Context:
         return self._prompt
 
     async def generate(
-        self, prompt: Prompt, params: SamplingParams, *, role: Role = "policy", phase: str | None = None
+        self,
+        prompt: Prompt,
+        params: SamplingParams,
+        *,
+        role: Role = "policy",
+        phase: str | None = None,
+        watch: TokenWatch | None = None,
     ) -> Generation:
         """Metered generation: never more than the budget allows; no completions once it is spent.
 
         `phase` names what the tokens are for (`thinking`, `answer`): the ledger counts each phase's generated
         tokens apart (`<phase>_tokens` in the record), as the engine returned them.
+        `watch` streams one sample (n = 1, logprobs > 0) and is called with each token's confidence as it arrives;
+        when it returns True the engine aborts the request there (finish "abort"), and the ledger settles the
+        tokens generated until then. Engines that cannot stream (a served model) refuse it with a TypeError.
         """
+        if watch is not None and not callable(getattr(self.engine, "generate_watched", None)):
+            raise TypeError(
+                f"the engine ({self.engine.describe().get('backend', type(self.engine).__name__)}) cannot stop a "
+                "request mid-stream: stopping by confidence needs ttscale's vLLM engine or a simulator"
+            )
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
         room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
@@ -64,7 +78,10 @@ class Context:
         assert reservation.params is not None
         generation: Generation | None = None
         try:
-            generation = await self.engine.generate(ids, reservation.params)
+            if watch is None:
+                generation = await self.engine.generate(ids, reservation.params)
+            else:
+                generation = await self.engine.generate_watched(ids, reservation.params, watch=watch)  # type: ignore[attr-defined]
         finally:
             self.budget.settle(reservation, generation)
         if phase is not None:
@@ -115,9 +132,15 @@ class Context:
         limit = context_length(getattr(getattr(self.engine, "config", None), "max_model_len", None))
         return limit - prompt_tokens if limit else 1 << 30
 
-    def sample(self, completion: Completion, *, score: float | None = None) -> Sample:
-        """A finished candidate: the completion with its extracted answer and a selection score."""
+    def sample(
+        self, completion: Completion, *, score: float | None = None, confidences: bool = False, stopped: bool = False
+    ) -> Sample:
+        """A finished candidate: the completion with its extracted answer and a selection score (`confidences`:
+        with its token confidences kept, rounded; `stopped`: marked as stopped early, its answer unused)."""
         answer, rule = extraction_of(self.task, completion.text)
+        kept = None
+        if confidences and completion.confidences is not None:
+            kept = tuple(round(c, 3) for c in completion.confidences)
         return Sample(
             text=completion.text,
             answer=answer,
@@ -125,4 +148,6 @@ class Context:
             score=score,
             finish_reason=completion.finish_reason,
             extraction=rule,
+            confidences=kept,
+            stopped=stopped,
         )

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import Engine, Prompt
+from ttscale.engine.base import Engine, Prompt, TokenWatch
 from ttscale.progress import Progress
 from ttscale.schema import Generation, SamplingParams
 
@@ -28,14 +28,27 @@ class ProblemEngine:
         self._seen: Counter[bytes] = Counter()
 
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        if seed is None:
-            seed = self.seed_for(prompt, params)
+        return await self._counted(self._engine.generate, prompt, params, seed=seed)
+
+    async def generate_watched(
+        self, prompt: Prompt, params: SamplingParams, *, watch: TokenWatch, seed: int | None = None
+    ) -> Generation:
+        """`generate`, stopped where `watch` says (see `Context.generate`), seeded the same way."""
+        streaming = getattr(self._engine, "generate_watched", None)
+        if streaming is None:
+            raise TypeError(f"{type(self._engine).__name__} cannot stop a request mid-stream")
+        return await self._counted(streaming, prompt, params, seed=seed, watch=watch)
+
+    async def _counted(self, call: Any, prompt: Prompt, params: SamplingParams, **options: Any) -> Generation:
+        if options.get("seed") is None:
+            options["seed"] = self.seed_for(prompt, params)
         if self._progress is None:
-            return await self._engine.generate(prompt, params, seed=seed)
+            generation: Generation = await call(prompt, params, **options)
+            return generation
         self._progress.request_started()
         generated = 0
         try:
-            generation = await self._engine.generate(prompt, params, seed=seed)
+            generation = await call(prompt, params, **options)
             generated = sum(c.num_tokens for c in generation.completions)
             return generation
         finally:

@@ -158,6 +158,9 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     if task_defaults:
         spec = replace(spec, params={**suggested_params(cls, task=task, budget=budget), **spec.params})
     params = parse_params(cls, spec.params)
+    if spec.server is not None and getattr(params, "streams", False):  # refused before anything starts
+        raise ValueError(f"{name} with these parameters stops requests mid-stream, which the openai backend does not "
+                         "yet: run it on ttscale's vLLM engine (--backend vllm)")
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")

@@ -80,6 +80,10 @@ class Completion:
     top_logprobs: tuple[dict[str, float], ...] | None = None
     """Per position, the top alternatives (decoded token → log-probability), when requested with logprobs > 0."""
     finish_reason: FinishReason = "stop"
+    confidences: tuple[float, ...] | None = None
+    """Per position, DeepConf's token confidence (`ttscale.confidence.token_confidence` of every candidate the
+    engine returned there, computed from its raw log-probs: two candidates that decode alike both count), when
+    requested with logprobs > 0."""
 
     @property
     def num_tokens(self) -> int:
@@ -119,11 +123,24 @@ class Sample:
     """The rule that found `answer` (`boxed`, `hashes`, `answer_phrase`, `math_span`, `final_number`), or None."""
     correct: bool | None = None
     """Whether `answer` is right by the task's grader: set in the record the run writes (None before grading)."""
+    confidences: tuple[float, ...] | None = None
+    """Per token, DeepConf's token confidence (3 decimals, as the reference rounds), kept by strategies that vote
+    by confidence so a stored pool can be re-scored offline; None (and absent from results.jsonl) otherwise."""
+    stopped: bool = False
+    """Stopped early by the strategy (DeepConf's confidence threshold): its tokens are paid, its answer unused.
+    Written only when True."""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (what results.jsonl stores); `dataclasses.asdict` deep-copies every
         field, which made it the harness's largest cost per problem at GPU rates."""
-        return dict(vars(self))
+        fields = dict(vars(self))
+        if fields["confidences"] is None:
+            del fields["confidences"]
+        else:
+            fields["confidences"] = list(fields["confidences"])
+        if not fields["stopped"]:
+            del fields["stopped"]
+        return fields
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,6 +40,7 @@ from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
 from ttscale.routing.replay import (  # noqa: F401
     POOL_STRATEGIES,
+    deepconf_derivable,
     derive_cell,
     derive_record,
     genrm_source,
@@ -205,6 +206,8 @@ class SweepSpec:
             return len(self.budgets) > 1 or any(len(entry.params.get(k, ())) > 1 for k in ("n", "verifications"))
         if strategy == "budget_forcing":  # thinking budgets: chains that ended within a budget replay
             return thinking_derivable(entry)
+        if strategy == "deepconf":  # offline: every η and score re-scores one stored pool
+            return deepconf_derivable(entry, len(self.budgets))
         return strategy in POOL_STRATEGIES and len(self.budgets) > 1
 
     def to_dict(self) -> dict[str, Any]:

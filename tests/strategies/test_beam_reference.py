@@ -31,11 +31,12 @@ class ScriptedSteps(SimulatedArithmeticPolicy):
     """SIMULATED (not a model, not vLLM): the simulator's one-token-per-character tokenizer, with the next steps
     after a path (the tuple of its step texts) handed out in turn from `script[path]` ("The answer is 0." off
     the script). A step that starts with "The answer is" ends the solution (EOS). A request without a stop
-    string (the last iteration) chains steps to the end of the solution."""
+    string (the last iteration) chains steps to the end of the solution. Asked for log-probs, every token of a
+    step has `logprob[step]` (-1 if absent), so a step's mean log-prob is exactly that number."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, logprob: dict[str, float] | None = None) -> None:
         super().__init__(seed=0)
-        self.script = script
+        self.script, self.logprob = script, logprob or {}
         self.served: Counter[tuple[str, ...]] = Counter()
 
     async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
@@ -45,11 +46,12 @@ class ScriptedSteps(SimulatedArithmeticPolicy):
         path = tuple(step for step in reply.split("\n\n") if step)
         out = tuple(self._follow(path, params) for _ in range(params.n))
         self.generated_tokens += sum(c.num_tokens for c in out)
-        self.requests.append({"path": path, "n": params.n, "stop": params.stop, "max_tokens": params.max_tokens})
+        self.requests.append({"path": path, "n": params.n, "stop": params.stop, "max_tokens": params.max_tokens,
+                              "logprobs": params.logprobs})
         return Generation(completions=out, prompt_tokens=len(ids))
 
     def _follow(self, path: tuple[str, ...], params: SamplingParams) -> Completion:
-        text, done = "", False
+        text, done, step = "", False, ""
         while not done and not (params.stop and text):
             options = self.script.get(path) or [end(0)]  # a path off the script (a step cut short) just ends
             step = options[self.served[path] % len(options)]
@@ -62,7 +64,8 @@ class ScriptedSteps(SimulatedArithmeticPolicy):
         if len(tokens) > params.max_tokens:
             tokens = tokens[: params.max_tokens]
             return Completion(text=self.detokenize(tokens), token_ids=tuple(tokens), finish_reason="length")
-        return Completion(text=shown, token_ids=tuple(tokens), finish_reason="stop")
+        logprobs = (self.logprob.get(step, -1.0),) * len(tokens) if params.logprobs is not None else None
+        return Completion(text=shown, token_ids=tuple(tokens), logprobs=logprobs, finish_reason="stop")
 
 
 class ScoreTable:

@@ -10,7 +10,7 @@ import contextlib
 import functools
 import os
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -19,6 +19,11 @@ from ttscale.schema import Generation, SamplingParams
 
 Prompt = str | Sequence[int]
 """A prompt as text or as token ids (ids skip re-tokenisation and keep tree prefixes exact)."""
+
+
+TokenWatch = Callable[[float], bool]
+"""Called with each generated token's confidence (`Completion.confidences`) as it streams in; True stops the
+request at that token (an engine that streams implements `generate_watched(prompt, params, *, watch, seed)`)."""
 
 
 @runtime_checkable

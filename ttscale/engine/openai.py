@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from ttscale.confidence import token_confidence
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
 from ttscale.engine.openai_config import MASK, OpenAIConfig, redact_url
 from ttscale.messages import one_line
@@ -302,6 +303,7 @@ class OpenAIEngine(HFTokenizerMixin):
             token_ids = tuple(self.tokenize(text)[: params.max_tokens])
         sampled: tuple[float, ...] | None = None
         top: tuple[dict[str, float], ...] | None = None
+        confidences: tuple[float, ...] | None = None
         logprobs = choice.get("logprobs")
         if params.logprobs is not None and isinstance(logprobs, dict):
             values = logprobs.get("token_logprobs")
@@ -310,12 +312,15 @@ class OpenAIEngine(HFTokenizerMixin):
             alternatives = logprobs.get("top_logprobs")
             if params.logprobs > 0 and isinstance(alternatives, list):
                 top = tuple({str(k): float(v) for k, v in (pos or {}).items()} for pos in alternatives)
+                # The server sends alternatives keyed by text: two candidates that decode alike arrive as one.
+                confidences = tuple(token_confidence(pos.values()) if pos else 0.0 for pos in top)
         return Completion(
             text=text,
             token_ids=token_ids,
             logprobs=sampled,
             top_logprobs=top,
             finish_reason=_FINISH.get(choice.get("finish_reason"), "stop"),
+            confidences=confidences,
         )
 
 

@@ -16,7 +16,15 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import EngineConfig, HFTokenizerMixin, Prompt, context_length, environ_defaults
+from ttscale.confidence import token_confidence
+from ttscale.engine.base import (
+    EngineConfig,
+    HFTokenizerMixin,
+    Prompt,
+    TokenWatch,
+    context_length,
+    environ_defaults,
+)
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.engine.determinism import determinants, file_hashes, gpu_settings
@@ -164,6 +172,66 @@ class VLLMEngine(HFTokenizerMixin):
             cached_prompt_tokens=int(final.num_cached_tokens or 0),
         )
 
+    async def generate_watched(
+        self, prompt: Prompt, params: SamplingParams, *, watch: TokenWatch, seed: int | None = None
+    ) -> Generation:
+        """One sample streamed step by step; `watch` sees each token's confidence and, when it returns True, the
+        request is aborted in the engine (its slot and KV blocks freed for the others) and what was generated so
+        far comes back with finish "abort". Stock vLLM: streamed outputs and `AsyncLLM.abort`, no patched build."""
+        from vllm import SamplingParams as VllmParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        if params.n != 1 or not params.logprobs:
+            raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
+                             f"logprobs={params.logprobs}")
+        vllm_params = VllmParams(
+            n=1, temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_tokens,
+            stop=list(params.stop) or None, logprobs=params.logprobs, seed=seed,
+            output_kind=RequestOutputKind.DELTA,  # each step's new tokens only: O(1) per step, not O(length)
+        )
+        request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
+        request_id = f"ttscale-{next(self._ids)}"
+        text: list[str] = []
+        token_ids: list[int] = []
+        sampled: list[float] = []
+        top: list[dict[str, float]] = []
+        confidences: list[float] = []
+        prompt_tokens = cached = 0
+        reason: FinishReason = "stop"
+        stopped = False
+        stream = self._llm.generate(request, vllm_params, request_id=request_id)
+        try:
+            async for output in stream:
+                prompt_tokens = len(output.prompt_token_ids or ()) or prompt_tokens
+                cached = int(output.num_cached_tokens or 0) or cached
+                if not output.outputs:
+                    continue
+                delta = output.outputs[0]
+                positions = list(delta.logprobs or ())
+                text.append(delta.text)
+                for tid, pos in zip(delta.token_ids, positions, strict=False):
+                    token_ids.append(int(tid))
+                    sampled.append(float(pos[tid].logprob))
+                    top.append({str(lp.decoded_token): float(lp.logprob) for lp in pos.values()})
+                    confidences.append(_confidences([pos])[0])
+                    if not stopped and watch(confidences[-1]):
+                        stopped = True  # the rest of this step's tokens were generated: they are kept and paid
+                if stopped:
+                    reason = "abort"
+                    break
+                if delta.finish_reason in ("stop", "length"):
+                    reason = delta.finish_reason
+        finally:
+            if stopped:
+                await self._llm.abort(request_id)  # before the next step is scheduled: no token past this one
+            await stream.aclose()
+        completion = Completion(
+            text="".join(text), token_ids=tuple(token_ids), logprobs=tuple(sampled), top_logprobs=tuple(top),
+            finish_reason=reason, confidences=tuple(confidences),
+        )
+        return Generation(completions=(completion,), prompt_tokens=prompt_tokens, cached_prompt_tokens=cached)
+
     async def token_scores(self, prompt: Sequence[int], *, step_tag_id: int) -> tuple[list[list[float]], int]:
         """A pooling model's class probabilities at each `step_tag_id` position (a PRM's step scores).
 
@@ -254,11 +322,13 @@ class VLLMEngine(HFTokenizerMixin):
         token_ids = tuple(output.token_ids)
         sampled: tuple[float, ...] | None = None
         top: tuple[dict[str, float], ...] | None = None
+        confidences: tuple[float, ...] | None = None
         if logprobs is not None and output.logprobs is not None:
             positions = list(output.logprobs)
             sampled = tuple(float(pos[tid].logprob) for pos, tid in zip(positions, token_ids, strict=False))
             if logprobs > 0:
                 top = tuple({str(lp.decoded_token): float(lp.logprob) for lp in pos.values()} for pos in positions)
+                confidences = _confidences(positions)
         reason: FinishReason = output.finish_reason if output.finish_reason in ("stop", "length", "abort") else "stop"
         return Completion(
             text=output.text,
@@ -266,4 +336,11 @@ class VLLMEngine(HFTokenizerMixin):
             logprobs=sampled,
             top_logprobs=top,
             finish_reason=reason,
+            confidences=confidences,
         )
+
+
+def _confidences(positions: Sequence[Any]) -> tuple[float, ...]:
+    """DeepConf's token confidence at each position, from every candidate vLLM returned there (its raw
+    `Logprob`s: two token ids that decode to the same text both count, as in the reference)."""
+    return tuple(token_confidence(lp.logprob for lp in pos.values()) for pos in positions)

@@ -101,7 +101,14 @@ def replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: Mapping[
 
 
 #: Parameters a derived cell may take other values of than its source (the replay subsamples or cuts them).
-VARIED = {"genrm": ("n", "verifications"), "budget_forcing": ("thinking_budget",)}
+VARIED = {"genrm": ("n", "verifications"), "budget_forcing": ("thinking_budget",), "deepconf": ("eta", "score")}
+
+
+def deepconf_derivable(entry: Any, budgets: int) -> bool:
+    """Offline DeepConf re-scores its stored pool (every trace keeps its token confidences): any η, trace score
+    or smaller budget of an entry replays from one pool. Online traces were stopped by their own run's threshold."""
+    varied = any(len(entry.params.get(k, ())) > 1 for k in VARIED["deepconf"])
+    return entry.params.get("mode", ["offline"]) == ["offline"] and (budgets > 1 or varied)
 
 
 def thinking_derivable(entry: Any) -> bool:
@@ -116,6 +123,8 @@ def genrm_source(strategy: str, entry: Any, params: dict[str, str]) -> dict[str,
     if strategy == "budget_forcing" and thinking_derivable(entry):
         values = entry.params["thinking_budget"]
         return {**params, "thinking_budget": max(values, key=int)} if all(v.isdigit() for v in values) else params
+    if strategy == "deepconf":  # one pool for every η and score: the grid's first of each draws it
+        return {**params, **{k: entry.params[k][0] for k in VARIED["deepconf"] if entry.params.get(k)}}
     if strategy != "genrm":
         return params
     top = dict(params)
@@ -280,6 +289,19 @@ def derive_record(
         else:
             prediction, votes = majority_vote(sub) if p.verifier is None else weighted_vote(sub)
             info = {"n": len(sub), "votes": dict(votes)}
+    elif name == "deepconf":
+        if p.mode != "offline":
+            return "online traces were stopped by their own run's threshold"
+        taken = replay_pool(ledger, p, [s.num_tokens for s in samples], prompt_tokens=prompt,
+                            max_model_len=context_length(max_model_len, prepared.spec.engine.max_model_len) or 1 << 30)
+        if isinstance(taken, str):
+            return taken
+        if any(s.confidences is None for s in samples[:taken]):
+            return "the source's samples carry no token confidences"
+        from ttscale.strategies.deepconf import select_offline
+
+        prediction, sub, info = select_offline(samples[:taken], p)
+        info["mode"] = "offline"
     elif name == "genrm":
         result = replay_genrm(ledger, p, samples, source, prompt=prompt)
         if isinstance(result, str):

@@ -7,9 +7,10 @@ Strategies in `ttscale.strategies` import from here; nothing here imports a stra
 from ttscale.search.score import aggregate, allocate, load_verifier, logit, resample, softmax
 from ttscale.search.search import Search, SearchParams, Select
 from ttscale.search.steps import split_steps, step_end
-from ttscale.search.tree import Node, Tree
+from ttscale.search.tree import LivePrefixes, Node, Tree
 
 __all__ = [
+    "LivePrefixes",
     "Node",
     "Search",
     "SearchParams",

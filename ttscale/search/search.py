@@ -31,7 +31,7 @@ from ttscale.params import check_positive, check_range
 from ttscale.schema import Answer, Sample, SamplingParams
 from ttscale.search.score import AGGREGATES, Aggregate, aggregate, check_verifier_spec, load_verifier
 from ttscale.search.steps import DEFAULT_DELIMITER, Finish, step_end, unescape
-from ttscale.search.tree import Node, Tree
+from ttscale.search.tree import LivePrefixes, Node, Tree
 from ttscale.selection import best_scored, majority_vote, weighted_vote
 
 Select = Literal["best", "majority", "weighted"]
@@ -82,9 +82,11 @@ class SearchParams:
 class Search:
     """One problem's search: its tree, its verifier, and the metered door to the engine."""
 
-    def __init__(self, ctx: Context, p: SearchParams, *, verifier: Any = None) -> None:
+    def __init__(self, ctx: Context, p: SearchParams, *, verifier: Any = None, logprobs: bool = False) -> None:
         self.ctx = ctx
         self.p = p
+        self.logprobs = logprobs
+        """Ask the engine for the sampled tokens' log-probabilities; each step's mean goes to `Node.logprob`."""
         self.verifier = verifier if verifier is not None else load_verifier(p.verifier)
         self.tree = Tree(ctx.prompt())
         self.rng = random.Random(f"{p.seed}:{ctx.problem.id}")
@@ -131,7 +133,12 @@ class Search:
 
     # -- expansion --------------------------------------------------------------------------------
     async def expand(
-        self, parents: Sequence[Node], n: int | Sequence[int] = 1, *, live: Sequence[Node] = (), to_end: bool = False
+        self,
+        parents: Sequence[Node],
+        n: int | Sequence[int] = 1,
+        *,
+        live: Sequence[Node] | LivePrefixes = (),
+        to_end: bool = False,
     ) -> list[list[Node]]:
         """`n` one-step children for each parent (n may differ per parent), all requested at once.
 
@@ -144,8 +151,8 @@ class Search:
 
         Each call is one step of the unique-KV record: the union of the prefixes of the new
         children, of the parents that were expanded, and of `live`: nodes the search keeps to
-        expand later (A*'s open list). A parent given 0 children is pruned and not counted;
-        finished solutions need no KV to go on and are not live.
+        expand later (A*'s open list; a `LivePrefixes` where that list is most of the tree, as MCTS's).
+        A parent given 0 children is pruned and not counted; finished solutions need no KV to go on and are not live.
         """
         counts = [n] * len(parents) if isinstance(n, int) else list(n)
         if len(counts) != len(parents):
@@ -169,7 +176,10 @@ class Search:
             made[node.id] = pool[k:]
         children = [child for group in out for child in group]
         if nodes:
-            self.tree.observe([*children, *nodes, *live])
+            if isinstance(live, LivePrefixes):
+                self.tree.observe([*children, *nodes], held=live)
+            else:
+                self.tree.observe([*children, *nodes, *live])
         return out
 
     async def _request(self, node: Node, n: int, *, to_end: bool = False) -> list[Node]:
@@ -179,6 +189,7 @@ class Search:
             top_p=self.p.top_p,
             max_tokens=self._room(node) if to_end else min(self.p.step_tokens, self._room(node)),
             stop=() if to_end else (self.p.delimiter,),
+            logprobs=0 if self.logprobs else None,
         )
         generation = await self.ctx.generate(self.tree.path_ids(node), params)
         if not generation.completions:  # refused by the ledger: it never reached the engine
@@ -199,6 +210,7 @@ class Search:
                 )
             child = self.tree.add(node, completion.token_ids, text=completion.text, separator=separator, finish=finish,
                                   split_at=self.p.delimiter if to_end else None)
+            child.logprob = completion.mean_logprob
             if child.finish == "open" and (self._room(child) <= 0 or child.depth >= self.p.max_steps):
                 child.finish = "length"  # a path limit, not the policy, ended it
             children.append(child)

@@ -45,6 +45,8 @@ class Node:
     """The verifier's score of every step of the path (filled by `Search.score`)."""
     value: float | None = None
     """The step scores aggregated into one number (last / min / prod / mean)."""
+    logprob: float | None = None
+    """The step's mean token log-probability under the policy, when the search asked for it (Search(logprobs=True))."""
     kv_end: int = _NO_TOKEN
     """Index, in the tree's token trie, of the edge that ends with the path's last token."""
     split_at: str | None = None
@@ -107,6 +109,7 @@ class Tree:
         self._trie_parent: list[int] = [_NO_TOKEN]
         self._trie_edge: list[tuple[int, ...]] = [()]
         self._trie_children: list[dict[int, int]] = [{}]
+        self._held: list[LivePrefixes] = []  # kept up to date when an edge is split
         self.root = Node(id=0, parent=None, token_ids=tuple(prompt_ids))
         self.root.kv_end = self._insert(_NO_TOKEN, self.root.token_ids)
         self.nodes: list[Node] = [self.root]
@@ -169,9 +172,9 @@ class Tree:
                 index = parent[index]
         return total
 
-    def observe(self, live: Iterable[Node]) -> int:
-        """Record the KV the search holds now (the union of its live prefixes); returns it."""
-        size = self.unique_tokens(live)
+    def observe(self, live: Iterable[Node], *, held: LivePrefixes | None = None) -> int:
+        """Record the KV the search holds now (the union of the prefixes of `live` and of `held`); returns it."""
+        size = self.unique_tokens(live) if held is None else held.union_with(live)
         self.kv_per_step.append(size)
         self.peak_kv = max(self.peak_kv, size)
         return size
@@ -245,6 +248,8 @@ class Tree:
         self._trie_children[upper][edge[at]] = index
         self._trie_parent[index] = upper
         self._trie_edge[index] = edge[at:]
+        for held in self._held:
+            held.split(index, upper)
         return upper
 
 
@@ -253,3 +258,62 @@ def _common_length(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     while shared < limit and a[shared] == b[shared]:
         shared += 1
     return shared
+
+
+class LivePrefixes:
+    """The union of the full prefixes of a set of nodes that changes a few nodes at a time, kept up to date in
+    O(depth) per change: for a search whose live set is most of its tree (MCTS's leaves waiting to be expanded),
+    where `Tree.unique_tokens` of the whole set at every expansion would cost O(tree) each, O(tree²) in all."""
+
+    def __init__(self, tree: Tree) -> None:
+        self._tree = tree
+        tree._held.append(self)
+        self._count: dict[int, int] = {}  # trie edge → live nodes whose prefix holds it
+        self._nodes: dict[int, Node] = {}
+        self.tokens = 0
+        """Tokens in the union of the live nodes' prefixes (prompt included)."""
+
+    def __contains__(self, node: Node) -> bool:
+        return node.id in self._nodes
+
+    def add(self, node: Node) -> None:
+        if node.id in self._nodes:
+            return
+        self._nodes[node.id] = node
+        index = node.kv_end
+        while index != _NO_TOKEN:
+            held = self._count.get(index, 0)
+            if not held:
+                self.tokens += len(self._tree._trie_edge[index])
+            self._count[index] = held + 1
+            index = self._tree._trie_parent[index]
+
+    def discard(self, node: Node) -> None:
+        if self._nodes.pop(node.id, None) is None:
+            return
+        index = node.kv_end
+        while index != _NO_TOKEN:
+            held = self._count[index] - 1
+            if held:
+                self._count[index] = held
+            else:
+                del self._count[index]
+                self.tokens -= len(self._tree._trie_edge[index])
+            index = self._tree._trie_parent[index]
+
+    def split(self, lower: int, upper: int) -> None:
+        """Edge `lower` was cut and `upper` now leads to it: every prefix through one goes through the other."""
+        if lower in self._count:
+            self._count[upper] = self._count[lower]
+
+    def union_with(self, extra: Iterable[Node]) -> int:
+        """Tokens in the union of the live prefixes and those of `extra` (which stay out of the set)."""
+        total, seen = self.tokens, set()
+        edge, parent = self._tree._trie_edge, self._tree._trie_parent
+        for node in extra:
+            index = node.kv_end
+            while index != _NO_TOKEN and index not in seen and index not in self._count:
+                seen.add(index)
+                total += len(edge[index])
+                index = parent[index]
+        return total

@@ -6,7 +6,8 @@
 - `SimulatedCodePolicy` (`ttscale.testing.code_policy`): a scripted, seeded code writer over a code task's
   problems (right or wrong solutions, right or wrong tests), for code strategies' selection logic.
 - `LatencyEngine` and `LatencyModel` (`ttscale.testing.latency`): the Engine protocol timed by a cost model
-  (zero-cost for the harness's ceiling, or the rates of a GPU engine).
+  (zero-cost for the harness's ceiling, or the rates of a GPU engine), over a script drawn once
+  (`ttscale.testing.script`); with DeepConf's token confidences and requests stopped mid-stream.
 """
 
 from ttscale.testing.code_policy import SimulatedCodePolicy

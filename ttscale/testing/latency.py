@@ -13,18 +13,26 @@ against the real engine on the same requests):
   token ids, finish "stop"), EOS kept in the token ids (finish "stop");
 - log-probs (and top alternatives when `logprobs > 0`); a one-token request with top log-probs (a judge) is
   answered "Y" or "N" (random P(yes));
+- DeepConf token confidences (`Completion.confidences`) when `logprobs > 0`: scripted, not derived from the
+  random log-probs: each token's is 3 ± 0.5, `confidence_drop` lower in a sample that states a wrong sum (drawn
+  from RNGs of their own, so the script's samples are the same with or without them);
+- `generate_watched` (one sample streamed to `watch(confidence)`; True aborts it there, finish "abort", and only
+  the tokens up to the stop come back and are counted), as ttscale's vLLM engine does with stock vLLM;
 - a prefix cache of full blocks, reported as `cached_prompt_tokens` (at most the prompt length − 1).
 
-Its script: a solution is 1-`max_steps` arithmetic steps (`"a + b = c\\n\\n"` padded with words to
-`step_tokens` tokens on average), then `"The answer is c."` and EOS. Steps and answers are drawn from a
-pool made once per engine (4,096 distinct steps), so answering costs microseconds per sample.
+Its script (`ttscale.testing.script`): a solution is 1-`max_steps` arithmetic steps (`"a + b = c\\n\\n"`
+padded with words to `step_tokens` tokens on average), then `"The answer is c."` and EOS. Steps and answers
+are drawn from a pool made once per engine (4,096 distinct steps), so answering costs microseconds per sample.
 
 The timing model (rate mode): the engine is a separate device that keeps decoding while the harness runs,
 as a GPU does. Sequences decode one token per step; a step takes `step_seconds + step_seconds_per_seq × b`
 with b running sequences (at most `max_num_seqs`; the rest wait); a request's uncached prompt tokens cost
 `1 / prefill_tokens_per_s` seconds each before its sequences decode. The engine advances by the wall clock,
-whatever the event loop was doing, and hands a request back when its last sequence ends. `busy_seconds`
-and `idle_seconds` say how long it had work and how long it waited for the harness.
+whatever the event loop was doing, and hands a request back when its last sequence ends. A watched request is
+shown its tokens as the steps decode them (the engine wakes every step while one runs) and leaves the batch
+at the step where `watch` stops it: it is charged the decode steps of the tokens up to there, not of its
+whole sample, and its slot goes to the next request. `busy_seconds` and `idle_seconds` say how long it had
+work and how long it waited for the harness. At zero cost a watched sample is shown whole, at once.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,11 +50,7 @@ import numpy as np
 
 from ttscale.params import check_positive
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
-
-EOS = 2
-_OFFSET = 3
-USER, ASSISTANT = "<|user|>", "<|assistant|>"
-_WORDS = ("so", "we", "add", "the", "two", "numbers", "and", "carry", "one", "then", "check", "it")
+from ttscale.testing.script import ASSISTANT, EOS, OFFSET, USER, Script, first_stop, judge, stop_len
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,14 +117,13 @@ class _Request:
     done: asyncio.Future[None]
     prefill: float = 0.0
     """Seconds of prefill still owed before its sequences decode."""
-
-
-@dataclass
-class _Script:
-    """Steps and answers drawn once: a sample is a few of them joined, so answering is cheap."""
-
-    steps: list[str] = field(default_factory=list)
-    answers: list[str] = field(default_factory=list)
+    watch: Callable[[float], bool] | None = None
+    """A watched request's stop rule (one sequence), shown each token's confidence as it is decoded."""
+    confidences: Sequence[float] = ()
+    shown: int = 0
+    """Watched: tokens `watch` has seen."""
+    stopped: int | None = None
+    """Watched: the token `watch` stopped it at."""
 
 
 class CharTokenizer:
@@ -133,39 +136,41 @@ class CharTokenizer:
     def tokenize(self, text: str) -> list[int]:
         # The code points through the C-level UTF-32 codec: the harness's ceiling must not time a Python loop
         # of the simulator's own (this is its hottest function at zero cost).
-        ids: list[int] = (np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) + _OFFSET).tolist()
+        ids: list[int] = (np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) + OFFSET).tolist()
         return ids
 
     def detokenize(self, token_ids: Sequence[int]) -> str:
         if EOS in token_ids:
-            return "".join("<eos>" if t == EOS else chr(t - _OFFSET) for t in token_ids)
-        return (np.asarray(token_ids, dtype=np.uint32) - _OFFSET).tobytes().decode("utf-32-le")
+            return "".join("<eos>" if t == EOS else chr(t - OFFSET) for t in token_ids)
+        return (np.asarray(token_ids, dtype=np.uint32) - OFFSET).tobytes().decode("utf-32-le")
 
 
 class LatencyEngine(CharTokenizer):
     """The Engine protocol over a scripted policy and a `LatencyModel` (see the module docstring)."""
 
     def __init__(self, *, model: LatencyModel | None = None, seed: int = 0, max_steps: int = 4,
-                 step_tokens: int = 48, max_model_len: int = 1 << 20) -> None:
+                 step_tokens: int = 48, max_model_len: int = 1 << 20, confidence_drop: float = 1.0) -> None:
         check_positive("max_steps", max_steps)
         check_positive("step_tokens", step_tokens)
         self.model = model or LatencyModel.zero_cost()
         self.rng = random.Random(seed)
+        self._confidence_rng = random.Random(f"engine confidences {seed}")  # its own draws: see _generate
         self.max_steps = max_steps
         self.config = _Config(max_model_len=max_model_len)
         self.requests = 0
-        """Requests answered (calls of `generate`)."""
+        """Requests answered (calls of `generate` and `generate_watched`)."""
         self.sequences = 0
         """Sequences answered: Σ n over the requests. vLLM v1 runs a request with n samples as n child requests
         (`AsyncLLM.add_request` fans it out), so this is the request count in the engine's own terms."""
         self.generated_tokens = 0
         """Tokens returned (what the ledgers must add up to)."""
+        self.aborted = 0
+        """Watched requests stopped mid-stream (`generate_watched`)."""
         self.busy_seconds = 0.0
         """Rate mode: wall time the engine had sequences to prefill or decode."""
         self.idle_seconds = 0.0
         """Rate mode: wall time it had none, between its first request and its last answer."""
-        self._script = _make_script(self.rng, step_tokens=step_tokens)
-        self._logprob_table = tuple(-0.5 * self.rng.random() for _ in range(1 << 15))
+        self._script = Script(self.rng, step_tokens=step_tokens, seed=seed, confidence_drop=confidence_drop)
         self._blocks: set[int] = set()
         self._waiting: list[_Request] = []
         self._running: list[_Request] = []
@@ -185,24 +190,62 @@ class LatencyEngine(CharTokenizer):
             self._loop_task = None
 
     async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
+        return await self._generate(prompt, params, seed=seed)
+
+    async def generate_watched(self, prompt: Any, params: SamplingParams, *, watch: Callable[[float], bool],
+                               seed: int | None = None) -> Generation:
+        """One sample, shown to `watch` token by token as it decodes; stopped at the first token it returns True
+        for (finish "abort": the tokens up to that one come back and are counted, the engine spent no step on
+        the rest)."""
+        if params.n != 1 or not params.logprobs:
+            raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
+                             f"logprobs={params.logprobs}")
+        return await self._generate(prompt, params, seed=seed, watch=watch)
+
+    async def _generate(self, prompt: Any, params: SamplingParams, *, seed: int | None,
+                        watch: Callable[[float], bool] | None = None) -> Generation:
         ids = self.tokenize(prompt) if isinstance(prompt, str) else prompt
         rng = random.Random(seed) if seed is not None else self.rng
+        # The confidences' own draws: `rng`'s stream, and so the samples, are the same with or without them.
+        sure = (random.Random(f"confidences {seed}") if seed is not None else self._confidence_rng
+                ) if params.logprobs else None
         if params.max_tokens == 1 and params.logprobs:
-            completions: tuple[Completion, ...] = tuple(_judge(rng) for _ in range(params.n))
+            completions: tuple[Completion, ...] = tuple(judge(rng) for _ in range(params.n))
         else:
-            completions = tuple(self._sample(rng, params) for _ in range(params.n))
+            completions = tuple(self._sample(rng, params, sure) for _ in range(params.n))
         cached = self._cache(ids)
         self.requests += 1
         self.sequences += params.n
-        self.generated_tokens += sum(len(c.token_ids) for c in completions)
+        if watch is None:
+            self.generated_tokens += sum(len(c.token_ids) for c in completions)
+        stop: int | None = None
         if self.model.zero:
             await asyncio.sleep(0)  # requests awaited together are still in flight together
+            if watch is not None:
+                stop = first_stop(watch, completions[0].confidences or ())
         else:
-            await self._decode([len(c.token_ids) for c in completions], uncached=len(ids) - cached)
+            stop = await self._decode([len(c.token_ids) for c in completions], uncached=len(ids) - cached,
+                                      watch=watch, confidences=completions[0].confidences or ())
+        if stop is not None:
+            completions = (self._cut(completions[0], stop),)
+            self.aborted += 1
+        if watch is not None:  # what it returns: the tokens up to its stop
+            self.generated_tokens += sum(len(c.token_ids) for c in completions)
         return Generation(completions=completions, prompt_tokens=len(ids), cached_prompt_tokens=cached)
 
+    def _cut(self, whole: Completion, at: int) -> Completion:
+        """`whole` as generated up to token `at`, where its watch stopped it."""
+        end = at + 1
+        tokens = whole.token_ids[:end]
+        return Completion(
+            text=self.detokenize([t for t in tokens if t != EOS])[: len(whole.text)], token_ids=tokens,
+            logprobs=whole.logprobs[:end] if whole.logprobs is not None else None,
+            top_logprobs=whole.top_logprobs[:end] if whole.top_logprobs is not None else None,
+            finish_reason="abort", confidences=whole.confidences[:end] if whole.confidences is not None else None,
+        )
+
     # -- the script ---------------------------------------------------------------------------------
-    def _sample(self, rng: random.Random, params: SamplingParams) -> Completion:
+    def _sample(self, rng: random.Random, params: SamplingParams, sure: random.Random | None) -> Completion:
         script = self._script
         steps = [rng.choice(script.steps) for _ in range(rng.randint(1, self.max_steps))]
         text = "".join(steps) + rng.choice(script.answers)
@@ -212,24 +255,21 @@ class LatencyEngine(CharTokenizer):
             at = text.find(stop)
             if 0 <= at < cut:
                 cut, eos = at, False
-        kept = text[:cut] + (text[cut:cut + _stop_len(text, cut, params.stop)] if not eos else "")
+        kept = text[:cut] + (text[cut:cut + stop_len(text, cut, params.stop)] if not eos else "")
         tokens = self.tokenize(kept) + ([EOS] if eos else [])
         shown = text[:cut]
         if len(tokens) > params.max_tokens:
             tokens, finish = tokens[: params.max_tokens], "length"
             shown = self.detokenize([t for t in tokens if t != EOS])[: len(shown)]
-        logprobs = self._noise(rng, len(tokens)) if params.logprobs is not None else None
-        top = (tuple({self.detokenize([t]): lp} for t, lp in zip(tokens, logprobs, strict=True))
+        logprobs = script.noise(rng, len(tokens)) if params.logprobs is not None else None
+        # One token decoded without the tokenizer's numpy round trip (a DeepConf row asks for every token's).
+        top = (tuple({"<eos>" if t == EOS else chr(t - OFFSET): lp} for t, lp in zip(tokens, logprobs, strict=True))
                if logprobs is not None and params.logprobs else None)
+        confidences = None
+        if top is not None and sure is not None:
+            confidences = script.confidences(sure, len(tokens), wrong=script.states_wrong(steps, len(tokens)))
         return Completion(text=shown, token_ids=tuple(tokens), logprobs=logprobs, top_logprobs=top,
-                          finish_reason=finish)
-
-    def _noise(self, rng: random.Random, length: int) -> tuple[float, ...]:
-        """`length` log-probs in (-0.5, 0]: a slice of one table drawn at start, at a random offset."""
-        if length > len(self._logprob_table) // 2:
-            return tuple(-0.5 * rng.random() for _ in range(length))
-        at = rng.randrange(len(self._logprob_table) - length)
-        return self._logprob_table[at : at + length]
+                          finish_reason=finish, confidences=confidences)
 
     # -- prefix cache -------------------------------------------------------------------------------
     def _cache(self, ids: Sequence[int]) -> int:
@@ -245,10 +285,12 @@ class LatencyEngine(CharTokenizer):
         return cached
 
     # -- the timing model ---------------------------------------------------------------------------
-    async def _decode(self, lengths: list[int], *, uncached: int) -> None:
+    async def _decode(self, lengths: list[int], *, uncached: int, watch: Callable[[float], bool] | None = None,
+                      confidences: Sequence[float] = ()) -> int | None:
+        """Wait for the request's sequences to decode; a watched one's stop (the token index), if it was."""
         loop = asyncio.get_running_loop()
         request = _Request(remaining=[n for n in lengths if n > 0], done=loop.create_future(),
-                           prefill=uncached / self.model.prefill_tokens_per_s)
+                           prefill=uncached / self.model.prefill_tokens_per_s, watch=watch, confidences=confidences)
         self._waiting.append(request)
         if self._wake is None:
             self._wake = asyncio.Event()
@@ -256,6 +298,7 @@ class LatencyEngine(CharTokenizer):
         if self._loop_task is None or self._loop_task.done():
             self._loop_task = asyncio.ensure_future(self._scheduler())
         await request.done
+        return request.stopped
 
     async def _scheduler(self) -> None:
         assert self._wake is not None
@@ -288,10 +331,12 @@ class LatencyEngine(CharTokenizer):
             self._running.append(self._waiting.pop(0))
 
     def _next_event(self) -> float:
-        """Seconds until the next request is done, if nothing new arrives."""
+        """Seconds until the next request is done, if nothing new arrives (a watched one may stop at any step:
+        while one runs, the next step)."""
         batch = sum(len(r.remaining) for r in self._running)
         prefill = sum(r.prefill for r in self._running)
-        shortest = min((max(r.remaining, default=0) for r in self._running), default=0)
+        shortest = min((1 if r.watch is not None else max(r.remaining, default=0) for r in self._running),
+                       default=0)
         return prefill + shortest * self.model.step(batch)
 
     def _advance(self, elapsed: float) -> None:
@@ -309,6 +354,8 @@ class LatencyEngine(CharTokenizer):
         still = []
         for r in self._running:
             if r.prefill <= 1e-12:
+                if r.watch is not None and self._show(r, steps):
+                    r.remaining = []  # stopped: it leaves the batch, its later tokens never decoded
                 r.remaining = [n - steps for n in r.remaining if n - steps > 0]
             if r.remaining:
                 still.append(r)
@@ -316,37 +363,22 @@ class LatencyEngine(CharTokenizer):
                 r.done.set_result(None)
         self._running = still
 
+    @staticmethod
+    def _show(request: _Request, steps: int) -> bool:
+        """Show a watched request the tokens of `steps` more decode steps; whether it is stopped (a watch that
+        raises stops it too, and its caller gets the error)."""
+        assert request.watch is not None
+        start, end = request.shown, min(request.shown + steps, len(request.confidences))
+        request.shown = end
+        try:
+            at = first_stop(request.watch, request.confidences, start=start, end=end)
+        except Exception as error:
+            request.done.set_exception(error)
+            return True
+        request.stopped = at
+        return at is not None
+
 
 @dataclass(frozen=True)
 class _Config:
     max_model_len: int
-
-
-def _stop_len(text: str, at: int, stops: Sequence[str]) -> int:
-    return max((len(s) for s in stops if text.startswith(s, at)), default=0)
-
-
-def _judge(rng: random.Random) -> Completion:
-    # One token, as a judge asks for: "Y" / "N" (the char tokenizer has no one-token "Yes").
-    p_yes = min(max(rng.random(), 1e-6), 1 - 1e-6)
-    top = {"Y": math.log(p_yes), "N": math.log(1 - p_yes)}
-    verdict = "Y" if p_yes >= 0.5 else "N"
-    return Completion(text=verdict, token_ids=(ord(verdict) + _OFFSET,), logprobs=(top[verdict],),
-                      top_logprobs=(top,), finish_reason="length")
-
-
-def _make_script(rng: random.Random, *, step_tokens: int) -> _Script:
-    # 4,096 distinct steps: siblings rarely repeat one another, as sampled steps rarely do (a harness cost
-    # that is paid per distinct text, such as ETS's embeddings, is not flattered by the script).
-    script = _Script()
-    for _ in range(4096):
-        a, b = rng.randint(1, 99), rng.randint(1, 99)
-        c = a + b if rng.random() < 0.6 else a + b + rng.choice((-10, -1, 1, 10))
-        core = f"{a} + {b} = {c}"
-        target = rng.randint(step_tokens // 2, step_tokens * 3 // 2)
-        words: list[str] = []
-        while len(core) + sum(len(w) + 1 for w in words) < target:
-            words.append(rng.choice(_WORDS))
-        script.steps.append(" ".join([*words, core]) + "\n\n")
-        script.answers.append(f"The answer is {c}.")
-    return script

@@ -30,8 +30,10 @@ import asyncio
 import math
 import random
 import re
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ttscale.confidence import token_confidence
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.latency import ASSISTANT, EOS, CharTokenizer
 from ttscale.verifiers.safe_eval import safe_eval
@@ -56,8 +58,18 @@ class SimulatedArithmeticPolicy(CharTokenizer):
         p_recheck: float = 0.15,
         p_judge: float = 0.9,
         block_size: int = 32,
+        confidence_drop: float = 1.0,
+        confidence_script: Callable[[str, int], Sequence[float]] | None = None,
     ) -> None:
         self.rng = random.Random(seed)
+        self._confidence_rng = random.Random(seed + 1)  # its own draws: the script's samples stay as they were
+        self.confidence_drop = confidence_drop
+        """DeepConf's premise, scripted: a sample that states a wrong value has token confidences this much lower
+        (each token's is 3 ± 0.5 otherwise)."""
+        self.confidence_script = confidence_script
+        """(text, tokens) → the token confidences of a sample, replacing the rule above (for hand examples)."""
+        self.aborted = 0
+        """Watched requests stopped mid-stream (`generate_watched`)."""
         self.p_correct, self.p_intro, self.p_recheck = p_correct, p_intro, p_recheck
         self.p_judge = p_judge
         self.block_size = block_size
@@ -143,7 +155,44 @@ class SimulatedArithmeticPolicy(CharTokenizer):
             if logprobs is not None and params.logprobs
             else None
         )
-        return Completion(text=text, token_ids=tuple(tokens), logprobs=logprobs, top_logprobs=top, finish_reason=reason)
+        confidences = self._confidences(text, len(tokens), value) if top is not None else None
+        return Completion(text=text, token_ids=tuple(tokens), logprobs=logprobs, top_logprobs=top, finish_reason=reason,
+                          confidences=confidences)
+
+    def _confidences(self, text: str, length: int, value: int) -> tuple[float, ...]:
+        if self.confidence_script is not None:
+            return tuple(float(c) for c in self.confidence_script(text, length))
+        wrong = any(int(v) != value for v in _STATED.findall(text))
+        drop = self.confidence_drop if wrong else 0.0
+        return tuple(3.0 - drop + self._confidence_rng.uniform(-0.5, 0.5) for _ in range(length))
+
+    async def generate_watched(
+        self, prompt: Any, params: SamplingParams, *, watch: Callable[[float], bool], seed: int | None = None
+    ) -> Generation:
+        """One sample, "streamed" token by token to `watch`; stopped at the first token it returns True for (the
+        tokens after it are never generated: what comes back, and is counted, ends there, finish "abort")."""
+        if params.n != 1 or not params.logprobs:
+            raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
+                             f"logprobs={params.logprobs}")
+        generation = await self.generate(prompt, params, seed=seed)
+        if not generation.completions:
+            return generation
+        whole = generation.completions[0]
+        assert whole.confidences is not None
+        at = next((i for i, c in enumerate(whole.confidences) if watch(c)), None)
+        if at is None:
+            return generation
+        tokens = whole.token_ids[: at + 1]
+        self.generated_tokens -= whole.num_tokens - len(tokens)
+        self.aborted += 1
+        cut = Completion(
+            text=self.detokenize(tokens).replace("<eos>", ""), token_ids=tokens,
+            logprobs=whole.logprobs[: at + 1] if whole.logprobs else None,
+            top_logprobs=whole.top_logprobs[: at + 1] if whole.top_logprobs else None,
+            finish_reason="abort", confidences=whole.confidences[: at + 1],
+        )
+        return Generation(completions=(cut,), prompt_tokens=generation.prompt_tokens,
+                          cached_prompt_tokens=generation.cached_prompt_tokens)
 
     def _judge(self, question: str, expression: str, value: int) -> Completion:
         proposal = question.split(expression, 1)[-1]  # what the user's message says after the problem
@@ -153,7 +202,8 @@ class SimulatedArithmeticPolicy(CharTokenizer):
         top = {"Y": math.log(p_yes), "N": math.log(1 - p_yes)}
         verdict = "Y" if p_yes >= 0.5 else "N"
         return Completion(
-            text=verdict, token_ids=tuple(self.tokenize(verdict)), logprobs=(top[verdict],), top_logprobs=(top,)
+            text=verdict, token_ids=tuple(self.tokenize(verdict)), logprobs=(top[verdict],), top_logprobs=(top,),
+            confidences=(token_confidence(top.values()),),
         )
 
     # -- prefix cache -----------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+"""MCTS (ttscale.strategies.mcts) on a SCRIPTED engine, where each step, its score and its log-prob are set by the
+test so that every selection is computed by hand (the comments), and on the SIMULATED policy end to end.
+
+Neither engine is a model or vLLM: pure logic, milliseconds per run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies.test_beam_reference import Script, ScriptedSteps, end
+from ttscale.params import params_class, parse_params
+from ttscale.schema import Answer
+from ttscale.strategies import STRATEGIES
+from ttscale.strategies.mcts import SETTLED, MCTSParams
+from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
+
+
+class ScoreTable:
+    """SIMULATED process verifier: a step's score is `table[step text]` (0.5 if absent)."""
+
+    def __init__(self, table: dict[str, float]) -> None:
+        self.table = table
+
+    async def score_steps(self, ctx: Any, candidates: Sequence[Sequence[str]]) -> list[list[float]]:
+        return [[self.table.get(step.strip(), 0.5) for step in steps] for steps in candidates]
+
+
+# Two first steps A, B; below them one step each, then the end. With `aggregate=last` a node's value is its
+# last step's score: v(A) = .6, v(B) = .4, v(A1) = .85, v(A2) = .2, v(B1) = .8, and a finished path ending in
+# end(7) / end(2) / end(5) is worth .7 / .1 / 1.
+SCRIPT: Script = {
+    (): ["A", "B"],
+    ("A",): ["A1", "A2"],
+    ("B",): ["B1"],
+    ("A", "A1"): [end(7)],
+    ("A", "A2"): [end(2)],
+    ("B", "B1"): [end(5)],
+}
+SCORES = {"A": 0.6, "B": 0.4, "A1": 0.85, "A2": 0.2, "B1": 0.8, end(7): 0.7, end(2): 0.1, end(5): 1.0}
+
+
+def run_scripted(
+    monkeypatch: pytest.MonkeyPatch, budget: str | int = "8k", *, logprob: dict[str, float] | None = None,
+    scores: dict[str, float] = SCORES, **params: Any,
+) -> tuple[Answer, dict[str, Any], ScriptedSteps]:
+    monkeypatch.setattr("ttscale.search.search.load_verifier", lambda spec: ScoreTable(scores))
+    engine = ScriptedSteps(SCRIPT, logprob)
+    ctx = make_context(engine, budget)
+    fn = STRATEGIES.get("mcts")
+    answer = asyncio.run(fn(ctx.problem, ctx, parse_params(MCTSParams, {k: str(v) for k, v in params.items()})))
+    return answer, ctx.budget.to_dict(), engine
+
+
+def expansions(engine: ScriptedSteps) -> list[tuple[str, ...]]:
+    """The paths expanded by k steps, in order (a rollout's request has no stop string)."""
+    return [r["path"] for r in engine.requests if r["stop"]]
+
+
+def test_uct_visits_and_values_follow_the_hand_computation(monkeypatch: pytest.MonkeyPatch) -> None:
+    # UCT, c = 1, k = 2, the verifier's value. The root is expanded first: [A, B].
+    # sim 1: A, B unvisited → A (first sampled). v = .6; expand A → [A1, A2]. N(root) = 1, N(A) = 1, W(A) = .6
+    # sim 2: A: .6 + sqrt(ln 1 / 1) = .6; B unvisited → B. v = .4; expand B → [B1, B1]. N(root) = 2
+    # sim 3: A: .6 + sqrt(ln 2) = 1.4326 > B: .4 + .8326 = 1.2326 → A; A1, A2 unvisited → A1. v = .85;
+    #        expand A1 → [end7, end7]. N(A) = 2, W(A) = 1.45
+    # sim 4: N(root) = 3: A: .725 + sqrt(ln 3 / 2) = 1.4662 > B: .4 + sqrt(ln 3) = 1.4481 → A (ln(N + 1) or
+    #        UCB1's sqrt(2 ln N) would pick B here); A1 (N = 1) finite, A2 unvisited → A2. v = .2; expand A2.
+    #        N(A) = 3, W(A) = 1.65
+    # sim 5: N(root) = 4: A: .55 + sqrt(ln 4 / 3) = 1.2298 < B: .4 + sqrt(ln 4) = 1.5774 → B; → B1 (first).
+    #        v = .8; expand B1. N(B) = 2, W(B) = 1.2
+    a_q, b_q = (0.6 + 0.85 + 0.2) / 3, (0.4 + 0.8) / 2
+    assert math.isclose(0.725 + math.sqrt(math.log(3) / 2), 1.4662, abs_tol=1e-4)  # the comment's arithmetic
+    assert 0.725 + math.sqrt(math.log(4) / 2) < 0.4 + math.sqrt(math.log(4))  # ln(N + 1) would flip sim 4
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=5, expand=2, c_puct=1.0)
+    assert expansions(engine) == [(), ("A",), ("B",), ("A", "A1"), ("A", "A2"), ("B", "B1")]
+    info = answer.info
+    assert info["simulations"] == 5 and not info["settled"]
+    assert info["root_visits"] == [3, 2]
+    assert info["root_values"] == [pytest.approx(a_q), pytest.approx(b_q)]
+    assert info["expanded"] == 6 and info["nodes"] == 12 and info["max_depth"] == 3 and info["rollouts"] == 0
+    # most visited: A (3) → A1 and A2 tie at 1 visit, A1's Q = .85 is higher → A1 (open): its finished children answer
+    assert (info["answer_depth"], info["answer_visits"]) == (2, 1)
+    assert answer.prediction == "7" and {s.answer for s in answer.samples} == {"7"}
+    assert info["terminal_nodes"] == 6  # two end steps under each of A1, A2, B1
+    # one verifier call per simulation's leaf, and one for the answer's unscored candidates
+    assert ledger["tree"]["verifier_calls"] == 6 and ledger["tree"]["expansion_requests"] == 6
+
+
+def test_the_vote_counts_every_finished_solution_by_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same five simulations; the six finished paths vote by verifier value: 5: 2·1.0 > 7: 2·.7 > 2: 2·.1,
+    # where the most-visited path (previous test) answers 7.
+    answer, _, _ = run_scripted(monkeypatch, simulations=5, expand=2, final="vote")
+    assert answer.prediction == "5"
+    assert answer.info["votes"] == {"5": pytest.approx(2.0), "7": pytest.approx(1.4), "2": pytest.approx(0.2)}
+    assert answer.info["root_visits"] == [3, 2]  # the answer rule does not change the search
+
+
+def test_rollouts_score_the_sampled_end_and_are_not_selected(monkeypatch: pytest.MonkeyPatch) -> None:
+    # evaluation=rollout, UCT, c = 1, k = 2. Script steps are handed out in turn per path, rollouts included.
+    # sim 1: A; rollout A → A1 → end7: v = .7; expand A → [A2, A1] (the script's next two).
+    # sim 2: B; rollout B → B1 → end5: v = 1; expand B → [B1, B1].
+    # sim 3: A: .7 + sqrt(ln 2) = 1.5326 < B: 1 + .8326 = 1.8326 → B → B1 (first, unvisited);
+    #        rollout B1 → end5: v = 1; expand B1 → [end5, end5].
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=3, expand=2, evaluation="rollout")
+    rollouts = [r["path"] for r in engine.requests if not r["stop"]]
+    assert rollouts == [("A",), ("B",), ("B", "B1")] and all(r["n"] == 1 for r in engine.requests if not r["stop"])
+    assert expansions(engine) == [(), ("A",), ("B",), ("B", "B1")]
+    info = answer.info
+    assert info["root_visits"] == [1, 2] and info["root_values"] == [pytest.approx(0.7), pytest.approx(1.0)]
+    assert info["rollouts"] == 3 and info["nodes"] == 8
+    assert ledger["tree"]["nodes"] == info["nodes"] + info["rollouts"]
+    # most visited: B (2) → B1 (1, open): below it, its two end5 children and its own rollout
+    assert answer.prediction == "5" and len(answer.samples) == 3 and info["answer_depth"] == 2
+
+
+def test_puct_follows_the_log_prob_prior_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    # PUCT, c = 1, k = 2, v(B) = .08 here; mean log-probs A: −1, B: −0.5 → P(A) = .3775, P(B) = .6225; equal
+    # siblings: P = ½.
+    # sim 1: N(root) = 0: every score 0 → the likelier B. v = .08; expand B → [B1, B1].
+    # sim 2: A: .3775·√1/1 = .3775 < B: .08 + .6225·√1/2 = .3912 → B (with √(N + 1): .5339 > .5202, A);
+    #        B1, B1' both .5·1/1 → the first. v = .8; expand B1 → [end5, end5].
+    # sim 3: A: .3775·√2 = .5339 < B: .44 + .6225·√2/3 = .7334 → B; B1: .8 + .5·√2/2 = 1.1536 > .7071 → B1;
+    #        its end5 children both .5 → the first: finished, v = 1 (no expansion).
+    # sim 4: A: .3775·√3 = .6539 < B: .6267 + .6225·√3/4 = .8962 → B; B1: .9 + .5·√3/3 = 1.1887 > .866 → B1;
+    #        end5: 1 + .5·√2/2 = 1.3536 > .7071 → end5 again (a revisit of a finished node).
+    prior_a = math.exp(-1) / (math.exp(-1) + math.exp(-0.5))
+    assert math.isclose(prior_a, 0.3775, abs_tol=1e-4)
+    assert prior_a < 0.08 + (1 - prior_a) / 2 and prior_a * math.sqrt(2) > 0.08 + (1 - prior_a) * math.sqrt(2) / 2
+    logprob = {"A": -1.0, "B": -0.5}
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=4, expand=2, selection="puct", logprob=logprob,
+                                          scores={**SCORES, "B": 0.08})
+    assert all(r["logprobs"] == 0 for r in engine.requests)  # PUCT asks for the log-probs it needs
+    assert expansions(engine) == [(), ("B",), ("B", "B1")]
+    info = answer.info
+    assert info["root_visits"] == [0, 4] and info["root_values"] == [None, pytest.approx((0.08 + 0.8 + 1 + 1) / 4)]
+    assert (info["answer_depth"], info["answer_visits"]) == (3, 2) and answer.prediction == "5"
+    assert ledger["tree"]["verifier_calls"] == 3  # B, B1, end5: a revisit re-uses the value
+
+
+def test_most_visited_breaks_a_tie_by_value_and_an_open_end_answers_with_its_partial_solution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two simulations visit A (v = .3 here) and B (v = .4) once each: a tie in visits, B's Q is higher. B is open and
+    # nothing below it has finished (its children B1 are open steps), so B's own partial solution is the candidate.
+    answer, _, _ = run_scripted(monkeypatch, simulations=2, expand=2, scores={**SCORES, "A": 0.3})
+    assert answer.info["root_visits"] == [1, 1]
+    assert [s.text for s in answer.samples] == ["B"] and answer.info["answer_visits"] == 1
+
+
+def test_uct_asks_for_no_log_probs(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, engine = run_scripted(monkeypatch, simulations=2, expand=2)
+    assert engine.requests and all(r["logprobs"] is None for r in engine.requests)
+
+
+def test_an_until_budget_search_stops_once_it_settles_on_finished_solutions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every first step ends the solution: the k = 3 first simulations visit them, then each simulation revisits a
+    # finished node at no cost; SETTLED of those in a row end the search long before the budget does.
+    monkeypatch.setitem(SCRIPT, (), [end(4)])
+    answer, ledger, engine = run_scripted(monkeypatch, expand=3)
+    assert answer.info["simulations"] == 3 + SETTLED and answer.info["settled"]
+    assert len(engine.requests) == 1 and ledger["spent"] < 100
+    assert sum(answer.info["root_visits"]) == answer.info["simulations"] and answer.prediction == "4"
+
+
+@pytest.mark.parametrize("mode", [{}, {"evaluation": "rollout"}, {"selection": "puct"}, {"final": "vote"}])
+def test_on_the_simulator_the_search_finds_the_answer_and_its_statistics_agree(mode: dict[str, str]) -> None:
+    correct = 0
+    for i in range(8):
+        sim = SimulatedArithmeticPolicy(seed=i, p_correct=0.4)
+        ctx = make_context(sim, "4k", problem_index=i)
+        p = parse_params(MCTSParams, {"verifier": "noisy_oracle:noise=0", "c_puct": "2", **mode})
+        answer = asyncio.run(STRATEGIES.get("mcts")(ctx.problem, ctx, p))
+        correct += ctx.task.grade(answer.prediction, ctx.problem)
+        info, ledger = answer.info, ctx.budget.to_dict()
+        tree = ledger["tree"]
+        assert info["simulations"] >= 1 and sum(info["root_visits"]) == info["simulations"]
+        assert len(info["root_visits"]) == 4 and info["answer_visits"] <= max(info["root_visits"])
+        assert tree["nodes"] == info["nodes"] + info["rollouts"]
+        assert tree["expansion_requests"] == info["expanded"] + info["rollouts"]
+        if mode.get("evaluation") == "rollout":  # a rollout per open leaf, then its expansion (unless the budget ends)
+            assert info["expanded"] - 1 <= info["rollouts"] <= info["expanded"]
+        else:
+            assert info["rollouts"] == 0 and info["simulations"] >= info["expanded"] - 1
+        assert 1 <= info["max_depth"] <= p.max_steps and info["terminal_nodes"] <= tree["nodes"]
+        assert ledger["spent"] <= 4000 and ledger["generated_tokens"] == sim.generated_tokens
+    assert correct >= 7  # an exact oracle leads it to the right value (the policy states it 40% of the time)
+
+
+def test_without_a_verifier_signal_it_is_near_chance_and_with_one_far_above() -> None:
+    def accuracy(verifier: str) -> float:
+        hits = 0
+        for i in range(12):
+            sim = SimulatedArithmeticPolicy(seed=i, p_correct=0.4)
+            ctx = make_context(sim, "4k", problem_index=i)
+            p = parse_params(MCTSParams, {"verifier": verifier})
+            answer = asyncio.run(STRATEGIES.get("mcts")(ctx.problem, ctx, p))
+            hits += ctx.task.grade(answer.prediction, ctx.problem)
+        return hits / 12
+
+    assert accuracy("noisy_oracle:noise=0") >= accuracy("noisy_oracle:noise=10") + 0.25
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.integers(1, 3000),
+    max_tokens=st.integers(1, 300),
+    step_tokens=st.integers(1, 64),
+    seed=st.integers(0, 10_000),
+    mode=st.sampled_from([{}, {"evaluation": "rollout"}, {"selection": "puct"}, {"final": "vote"}]),
+    simulations=st.sampled_from([None, 1, 3, 50]),
+)
+def test_every_mode_keeps_the_budget_and_reports_every_token(
+    budget: int, max_tokens: int, step_tokens: int, seed: int, mode: dict[str, str], simulations: int | None
+) -> None:
+    # test_budget_property.py checks the default parameters; the rollouts (to the end) and PUCT's log-probs here.
+    sim = SimulatedArithmeticPolicy(seed=seed)
+    ctx = make_context(sim, budget, problem_index=seed % 60)
+    raw = {"max_tokens": str(max_tokens), "step_tokens": str(step_tokens), "simulations": str(simulations), **mode}
+    answer = asyncio.run(STRATEGIES.get("mcts")(ctx.problem, ctx, parse_params(MCTSParams, raw)))
+    ledger = ctx.budget.to_dict()
+    assert ledger["spent"] <= budget and ledger["generated_tokens"] == sim.generated_tokens
+    assert ctx.budget.reserved == 0
+    assert all(0 < s.num_tokens <= max_tokens for s in answer.samples)
+    assert simulations is None or answer.info["simulations"] <= simulations
+    assert sum(answer.info["root_visits"]) == answer.info["simulations"]
+
+
+def test_it_is_registered_where_the_budget_property_finds_it() -> None:
+    assert "mcts" in STRATEGIES.names() and STRATEGIES.get("monte_carlo_tree_search") is STRATEGIES.get("mcts")
+    assert params_class(STRATEGIES.get("mcts")) is MCTSParams
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"expand": "0"}, "expand must be ≥ 1, got 0"),
+        ({"simulations": "0"}, "simulations must be ≥ 1, got 0"),
+        ({"c_puct": "-1"}, r"c_puct must be in \[0, 100\], got -1.0"),
+        ({"selection": "ucb"}, "parameter selection must be"),
+        ({"evaluation": "prm"}, "parameter evaluation must be"),
+        ({"final": "best"}, "parameter final must be"),
+        ({"max_tokens": "0"}, "max_tokens must be ≥ 1, got 0"),
+    ],
+)
+def test_params_are_validated(raw: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_params(MCTSParams, raw)
+
+
+def test_params_from_python_are_validated_too() -> None:
+    with pytest.raises(ValueError, match="selection must be uct or puct, got 'ucb'"):
+        MCTSParams(selection="ucb")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="final must be most_visited or vote, got 'best'"):
+        MCTSParams(final="best")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        MCTSParams(4)  # type: ignore[misc]  # keyword-only
+    p = MCTSParams()
+    assert (p.selection, p.evaluation, p.final, p.simulations, p.expand, p.c_puct) == (
+        "uct", "verifier", "most_visited", None, 4, 1.0)
