@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ttscale.budget import Ledger, Role
-from ttscale.engine.base import context_length
+from ttscale.engine.base import context_length, watched_generate
 from ttscale.evals.base import extraction_of
 from ttscale.schema import Completion, Generation, Problem, Sample, SamplingParams
 
@@ -59,11 +59,7 @@ class Context:
         when it returns True the engine aborts the request there (finish "abort"), and the ledger settles the
         tokens generated until then. Engines that cannot stream (a served model) refuse it with a TypeError.
         """
-        if watch is not None and not callable(getattr(self.engine, "generate_watched", None)):
-            raise TypeError(
-                f"the engine ({self.engine.describe().get('backend', type(self.engine).__name__)}) cannot stop a "
-                "request mid-stream: stopping by confidence needs ttscale's vLLM engine or a simulator"
-            )
+        streaming = watched_generate(self.engine) if watch is not None else None  # refused before any reservation
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
         room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
@@ -78,10 +74,10 @@ class Context:
         assert reservation.params is not None
         generation: Generation | None = None
         try:
-            if watch is None:
+            if streaming is None:
                 generation = await self.engine.generate(ids, reservation.params)
             else:
-                generation = await self.engine.generate_watched(ids, reservation.params, watch=watch)  # type: ignore[attr-defined]
+                generation = await streaming(ids, reservation.params, watch=watch)
         finally:
             self.budget.settle(reservation, generation)
         if phase is not None:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import Engine, Prompt, TokenWatch
+from ttscale.engine.base import Engine, Prompt, TokenWatch, watched_generate
 from ttscale.progress import Progress
 from ttscale.schema import Generation, SamplingParams
 
@@ -34,10 +34,7 @@ class ProblemEngine:
         self, prompt: Prompt, params: SamplingParams, *, watch: TokenWatch, seed: int | None = None
     ) -> Generation:
         """`generate`, stopped where `watch` says (see `Context.generate`), seeded the same way."""
-        streaming = getattr(self._engine, "generate_watched", None)
-        if streaming is None:
-            raise TypeError(f"{type(self._engine).__name__} cannot stop a request mid-stream")
-        return await self._counted(streaming, prompt, params, seed=seed, watch=watch)
+        return await self._counted(watched_generate(self._engine), prompt, params, seed=seed, watch=watch)
 
     async def _counted(self, call: Any, prompt: Prompt, params: SamplingParams, **options: Any) -> Generation:
         if options.get("seed") is None:

@@ -26,6 +26,22 @@ TokenWatch = Callable[[float], bool]
 request at that token (an engine that streams implements `generate_watched(prompt, params, *, watch, seed)`)."""
 
 
+def watched_generate(engine: Any) -> Callable[..., Any]:
+    """`engine.generate_watched`, or a TypeError naming the engine when it cannot stop a request mid-stream."""
+    streaming = getattr(engine, "generate_watched", None)
+    if not callable(streaming):
+        raise TypeError(f"the engine ({type(engine).__name__}) cannot stop a request mid-stream: stopping by "
+                        "confidence needs ttscale's vLLM engine or a simulator")
+    return streaming
+
+
+def check_watched(params: SamplingParams) -> None:
+    """What every `generate_watched` takes: one sample, with the top log-probs its confidences come from."""
+    if params.n != 1 or not params.logprobs:
+        raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
+                         f"logprobs={params.logprobs}")
+
+
 @runtime_checkable
 class Engine(Protocol):
     """An async text-generation backend."""

@@ -22,6 +22,7 @@ from ttscale.engine.base import (
     HFTokenizerMixin,
     Prompt,
     TokenWatch,
+    check_watched,
     context_length,
     environ_defaults,
 )
@@ -143,23 +144,8 @@ class VLLMEngine(HFTokenizerMixin):
 
     # -- Engine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        from vllm import SamplingParams as VllmParams
-        from vllm.sampling_params import RequestOutputKind
-
-        vllm_params = VllmParams(
-            n=params.n,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            max_tokens=params.max_tokens,
-            stop=list(params.stop) or None,
-            logprobs=params.logprobs,
-            seed=seed,
-            # Only the finished request comes back: streaming every step to Python costs throughput.
-            output_kind=RequestOutputKind.FINAL_ONLY,
-        )
-        from vllm.inputs import TokensPrompt
-
-        request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
+        # Only the finished request comes back: streaming every step to Python costs throughput.
+        request, vllm_params = _request(prompt, params, seed=seed, stream=False)
         final = None
         async for output in self._llm.generate(request, vllm_params, request_id=f"ttscale-{next(self._ids)}"):
             final = output
@@ -178,25 +164,10 @@ class VLLMEngine(HFTokenizerMixin):
         """One sample streamed step by step; `watch` sees each token's confidence and, when it returns True, the
         request is aborted in the engine (its slot and KV blocks freed for the others) and what was generated so
         far comes back with finish "abort". Stock vLLM: streamed outputs and `AsyncLLM.abort`, no patched build."""
-        from vllm import SamplingParams as VllmParams
-        from vllm.inputs import TokensPrompt
-        from vllm.sampling_params import RequestOutputKind
-
-        if params.n != 1 or not params.logprobs:
-            raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
-                             f"logprobs={params.logprobs}")
-        vllm_params = VllmParams(
-            n=1, temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_tokens,
-            stop=list(params.stop) or None, logprobs=params.logprobs, seed=seed,
-            output_kind=RequestOutputKind.DELTA,  # each step's new tokens only: O(1) per step, not O(length)
-        )
-        request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
+        check_watched(params)
+        request, vllm_params = _request(prompt, params, seed=seed, stream=True)
         request_id = f"ttscale-{next(self._ids)}"
-        text: list[str] = []
-        token_ids: list[int] = []
-        sampled: list[float] = []
-        top: list[dict[str, float]] = []
-        confidences: list[float] = []
+        pieces: list[Completion] = []
         prompt_tokens = cached = 0
         reason: FinishReason = "stop"
         stopped = False
@@ -208,17 +179,10 @@ class VLLMEngine(HFTokenizerMixin):
                 if not output.outputs:
                     continue
                 delta = output.outputs[0]
-                positions = list(delta.logprobs or ())
-                text.append(delta.text)
-                for tid, pos in zip(delta.token_ids, positions, strict=False):
-                    token_ids.append(int(tid))
-                    sampled.append(float(pos[tid].logprob))
-                    top.append({str(lp.decoded_token): float(lp.logprob) for lp in pos.values()})
-                    confidences.append(_confidences([pos])[0])
-                    if not stopped and watch(confidences[-1]):
-                        stopped = True  # the rest of this step's tokens were generated: they are kept and paid
-                if stopped:
-                    reason = "abort"
+                pieces.append(self._completion(delta, params.logprobs))
+                # `any` stops asking at the first True; the rest of this step's tokens were generated: kept and paid.
+                if any(watch(c) for c in pieces[-1].confidences or ()):
+                    stopped, reason = True, "abort"
                     break
                 if delta.finish_reason in ("stop", "length"):
                     reason = delta.finish_reason
@@ -227,8 +191,10 @@ class VLLMEngine(HFTokenizerMixin):
                 await self._llm.abort(request_id)  # before the next step is scheduled: no token past this one
             await stream.aclose()
         completion = Completion(
-            text="".join(text), token_ids=tuple(token_ids), logprobs=tuple(sampled), top_logprobs=tuple(top),
-            finish_reason=reason, confidences=tuple(confidences),
+            text="".join(p.text for p in pieces), token_ids=tuple(t for p in pieces for t in p.token_ids),
+            logprobs=tuple(x for p in pieces for x in p.logprobs or ()),
+            top_logprobs=tuple(x for p in pieces for x in p.top_logprobs or ()), finish_reason=reason,
+            confidences=tuple(x for p in pieces for x in p.confidences or ()),
         )
         return Generation(completions=(completion,), prompt_tokens=prompt_tokens, cached_prompt_tokens=cached)
 
@@ -344,3 +310,24 @@ def _confidences(positions: Sequence[Any]) -> tuple[float, ...]:
     """DeepConf's token confidence at each position, from every candidate vLLM returned there (its raw
     `Logprob`s: two token ids that decode to the same text both count, as in the reference)."""
     return tuple(token_confidence(lp.logprob for lp in pos.values()) for pos in positions)
+
+
+def _request(prompt: Prompt, params: SamplingParams, *, seed: int | None, stream: bool) -> tuple[Any, Any]:
+    """vLLM's prompt and sampling parameters for one request (`stream`: each step's new tokens as they come)."""
+    from vllm import SamplingParams as VllmParams
+    from vllm.inputs import TokensPrompt
+    from vllm.sampling_params import RequestOutputKind
+
+    vllm_params = VllmParams(
+        n=params.n,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        max_tokens=params.max_tokens,
+        stop=list(params.stop) or None,
+        logprobs=params.logprobs,
+        seed=seed,
+        # DELTA: O(1) per step, not O(length) as the whole text so far would be.
+        output_kind=RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY,
+    )
+    request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
+    return request, vllm_params

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ttscale.engine.base import check_watched
 from ttscale.params import check_positive
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.script import ASSISTANT, EOS, OFFSET, USER, Script, first_stop, judge, stop_len
@@ -144,6 +145,17 @@ class CharTokenizer:
             return "".join("<eos>" if t == EOS else chr(t - OFFSET) for t in token_ids)
         return (np.asarray(token_ids, dtype=np.uint32) - OFFSET).tobytes().decode("utf-32-le")
 
+    def cut(self, whole: Completion, at: int) -> Completion:
+        """`whole` as generated up to token `at`, where its watch stopped it (a simulator's abort)."""
+        end = at + 1
+        tokens = whole.token_ids[:end]
+        return Completion(
+            text=self.detokenize([t for t in tokens if t != EOS])[: len(whole.text)], token_ids=tokens,
+            logprobs=whole.logprobs[:end] if whole.logprobs is not None else None,
+            top_logprobs=whole.top_logprobs[:end] if whole.top_logprobs is not None else None,
+            finish_reason="abort", confidences=whole.confidences[:end] if whole.confidences is not None else None,
+        )
+
 
 class LatencyEngine(CharTokenizer):
     """The Engine protocol over a scripted policy and a `LatencyModel` (see the module docstring)."""
@@ -197,9 +209,7 @@ class LatencyEngine(CharTokenizer):
         """One sample, shown to `watch` token by token as it decodes; stopped at the first token it returns True
         for (finish "abort": the tokens up to that one come back and are counted, the engine spent no step on
         the rest)."""
-        if params.n != 1 or not params.logprobs:
-            raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
-                             f"logprobs={params.logprobs}")
+        check_watched(params)
         return await self._generate(prompt, params, seed=seed, watch=watch)
 
     async def _generate(self, prompt: Any, params: SamplingParams, *, seed: int | None,
@@ -227,22 +237,11 @@ class LatencyEngine(CharTokenizer):
             stop = await self._decode([len(c.token_ids) for c in completions], uncached=len(ids) - cached,
                                       watch=watch, confidences=completions[0].confidences or ())
         if stop is not None:
-            completions = (self._cut(completions[0], stop),)
+            completions = (self.cut(completions[0], stop),)
             self.aborted += 1
         if watch is not None:  # what it returns: the tokens up to its stop
             self.generated_tokens += sum(len(c.token_ids) for c in completions)
         return Generation(completions=completions, prompt_tokens=len(ids), cached_prompt_tokens=cached)
-
-    def _cut(self, whole: Completion, at: int) -> Completion:
-        """`whole` as generated up to token `at`, where its watch stopped it."""
-        end = at + 1
-        tokens = whole.token_ids[:end]
-        return Completion(
-            text=self.detokenize([t for t in tokens if t != EOS])[: len(whole.text)], token_ids=tokens,
-            logprobs=whole.logprobs[:end] if whole.logprobs is not None else None,
-            top_logprobs=whole.top_logprobs[:end] if whole.top_logprobs is not None else None,
-            finish_reason="abort", confidences=whole.confidences[:end] if whole.confidences is not None else None,
-        )
 
     # -- the script ---------------------------------------------------------------------------------
     def _sample(self, rng: random.Random, params: SamplingParams, sure: random.Random | None) -> Completion:

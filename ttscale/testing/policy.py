@@ -31,11 +31,14 @@ import math
 import random
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ttscale.confidence import token_confidence
+from ttscale.engine.base import check_watched
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.latency import ASSISTANT, EOS, CharTokenizer
+from ttscale.testing.script import first_stop
 from ttscale.verifiers.safe_eval import safe_eval
 
 if TYPE_CHECKING:
@@ -171,28 +174,18 @@ class SimulatedArithmeticPolicy(CharTokenizer):
     ) -> Generation:
         """One sample, "streamed" token by token to `watch`; stopped at the first token it returns True for (the
         tokens after it are never generated: what comes back, and is counted, ends there, finish "abort")."""
-        if params.n != 1 or not params.logprobs:
-            raise ValueError(f"a watched request is one sample with top log-probs, got n={params.n}, "
-                             f"logprobs={params.logprobs}")
+        check_watched(params)
         generation = await self.generate(prompt, params, seed=seed)
         if not generation.completions:
             return generation
         whole = generation.completions[0]
-        assert whole.confidences is not None
-        at = next((i for i, c in enumerate(whole.confidences) if watch(c)), None)
+        at = first_stop(watch, whole.confidences or ())
         if at is None:
             return generation
-        tokens = whole.token_ids[: at + 1]
-        self.generated_tokens -= whole.num_tokens - len(tokens)
+        cut = self.cut(whole, at)
+        self.generated_tokens -= whole.num_tokens - cut.num_tokens
         self.aborted += 1
-        cut = Completion(
-            text=self.detokenize(tokens).replace("<eos>", ""), token_ids=tokens,
-            logprobs=whole.logprobs[: at + 1] if whole.logprobs else None,
-            top_logprobs=whole.top_logprobs[: at + 1] if whole.top_logprobs else None,
-            finish_reason="abort", confidences=whole.confidences[: at + 1],
-        )
-        return Generation(completions=(cut,), prompt_tokens=generation.prompt_tokens,
-                          cached_prompt_tokens=generation.cached_prompt_tokens)
+        return replace(generation, completions=(cut,))
 
     def _judge(self, question: str, expression: str, value: int) -> Completion:
         proposal = question.split(expression, 1)[-1]  # what the user's message says after the problem
