@@ -80,5 +80,8 @@ def test_genrm_on_vllm_meters_solutions_and_verifications_in_one_budget(sync_eng
     assert record["verifier"]["calls"] == 2 + appended and answer.info["verdicts"]["chain"] == 4 - appended
     assert record["verifier"]["cached_prompt_tokens"] > 0  # verdicts reuse the prompt + chain blocks
     assert len(answer.samples) == 2 and all(0.0 <= (s.score or 0.0) <= 1.0 for s in answer.samples)
-    best = max(answer.samples, key=lambda s: s.score or 0.0)
-    assert answer.prediction == best.answer
+    # `select=best` picks the highest-scored sample that states an answer (selection.best_scored): a sample the
+    # verifier liked more but that states none cannot be the prediction.
+    stated = [s for s in answer.samples if s.answer is not None]
+    best = max(stated, key=lambda s: s.score or 0.0) if stated else None
+    assert answer.prediction == (best.answer if best else None)
