@@ -24,6 +24,10 @@ TASKS.register("aime25", "ttscale.evals.datasets:aime25", aliases=("aime2025",))
 TASKS.register("jsonl", "ttscale.evals.datasets:jsonl_task")
 TASKS.register("humaneval", "ttscale.evals.code_data:humaneval", aliases=("human_eval", "openai_humaneval"))
 TASKS.register("code", "ttscale.evals.code_synthetic:SyntheticCodeTask", aliases=("synthetic_code",))
+TASKS.register(
+    "arithmetic_stateful", "ttscale.evals.stateful:StatefulArithmeticTask", aliases=("stateful_arithmetic",)
+)
+TASKS.register("gsm8k_stateful", "ttscale.evals.stateful:gsm8k_stateful", aliases=("stateful_gsm8k",))
 TASKS.register("code_jsonl", "ttscale.evals.code_data:code_jsonl", aliases=("jsonl_code",))
 
 from ttscale.evals.base import Task, load_task  # noqa: E402 - after the registry, which load_task reads

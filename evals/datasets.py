@@ -238,6 +238,7 @@ def jsonl_task(
     question_field: str | None = None,
     answer_field: str | None = None,
     data_dir: str | os.PathLike[str] | None = None,
+    stateful: bool = False,
 ) -> DatasetTask:
     """Any JSON-lines file of problems: `jsonl:PATH`, graded by `math_equal`, asked with `\\boxed{}`.
 
@@ -245,18 +246,29 @@ def jsonl_task(
     `answer`/`final_answer`/`reference`/`target`; ids to `id`/`unique_id`, else the row number.
     A GSM8K-style answer (a solution ending in `#### N`) is reduced to N. `data_dir` is ignored
     (the path says where the file is); it is accepted so every task takes the same options.
+
+    Stateful problems (sleep-time compute, `ttscale.evals.stateful`): when the first row has `context` and
+    `query` fields, each row's are kept in `Problem.meta` (a row with no question field is asked as
+    `context + " " + query`; an optional `context_id` field groups rows, else the context's text does);
+    `stateful=True` splits the question of every row that states no context by `split_context`.
     """
     del data_dir
     if not path:
         raise ValueError("the jsonl task needs a file: --task jsonl:PATH")
+    if not isinstance(stateful, bool):
+        raise ValueError(f"stateful must be true or false, got {stateful!r}")
     file = Path(path).expanduser()
     if not file.is_file():
         raise ValueError(f"jsonl: no such file: {file}")
     first = next(read_jsonl(file))[1]
+    questions = ("question", "problem", "prompt")
+    stated = "context" in first and "query" in first  # the question may then be absent: context + query
+    if stated and not question_field:
+        question_field = next((f for f in questions if f in first), "question")
     spec = DatasetSpec(
         name="jsonl",
         hub_path=None,
-        question_field=question_field or _first_present(first, ("question", "problem", "prompt"), file, "question"),
+        question_field=question_field or _first_present(first, questions, file, "question"),
         answer_field=answer_field
         or _first_present(first, ("answer", "final_answer", "reference", "target"), file, "answer"),
         id_field=next((f for f in ("id", "unique_id") if f in first), None),
@@ -264,6 +276,10 @@ def jsonl_task(
         reference_format="auto",
         param_defaults=MATH_DEFAULTS,  # asked as MATH is (a boxed answer): MATH's suggestions
     )
+    if stateful or stated:
+        from ttscale.evals.stateful import StatefulDatasetTask  # imports this module
+
+        return StatefulDatasetTask(spec, name="jsonl", path=file)
     return DatasetTask(spec, path=file)
 
 

@@ -40,4 +40,5 @@ STRATEGIES.register("no_thinking", "ttscale.strategies.no_thinking:no_thinking",
 STRATEGIES.register(
     "generated_tests", "ttscale.strategies.generated_tests:generated_tests", aliases=("codemonkeys", "codet")
 )
+STRATEGIES.register("sleep_time", "ttscale.strategies.sleep_time:sleep_time", aliases=("sleep", "sleeptime"))
 STRATEGIES.register("revision", "ttscale.strategies.revision:revision", aliases=("revisions", "sequential_revision"))

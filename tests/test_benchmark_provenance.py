@@ -17,7 +17,8 @@ from ttscale.engine.cpu import plan
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 #: The benchmarks that start a vLLM engine (test_every_engine_benchmark_is_listed keeps this list whole).
-ENGINE_BENCHMARKS = ("adaptive", "ets_regime", "ets_threshold", "findings", "overhead", "search")
+ENGINE_BENCHMARKS = ("adaptive", "allocation", "ets_regime", "ets_threshold", "findings", "overhead", "search",
+                     "sleep_time")
 KEYS = {"command", "mode", "dtype", "dtype_source", "device", "cpu", "cpu_flags", "cores", "versions"}
 
 

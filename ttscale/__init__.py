@@ -18,6 +18,7 @@ _REGISTRIES = {"STRATEGIES": "ttscale.strategies", "TASKS": "ttscale.evals", "VE
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` imports it on first use
+    from ttscale.allocsearch.run import AllocationSearch, allocate
     from ttscale.api import Engine, Run, Sweep, fit, read_records, report, run, sweep
     from ttscale.comparison import compare
     from ttscale.evals import TASKS
@@ -40,6 +41,10 @@ def __getattr__(name: str) -> Any:
         from ttscale import api
 
         return getattr(api, name)
+    if name in ("allocate", "AllocationSearch"):  # allocation search (ttscale.allocsearch): optuna on first use
+        from ttscale.allocsearch import run as allocation
+
+        return getattr(allocation, name)
     if name == "compare":  # paired comparisons (ttscale.comparison) run sweeps: imported on first use
         from ttscale.comparison import compare
 
@@ -51,6 +56,7 @@ __all__ = [
     "STRATEGIES",
     "TASKS",
     "VERIFIERS",
+    "AllocationSearch",
     "Answer",
     "Budget",
     "Completion",
@@ -65,6 +71,7 @@ __all__ = [
     "SamplingParams",
     "Sweep",
     "__version__",
+    "allocate",
     "compare",
     "fit",
     "load_runs",

@@ -349,8 +349,8 @@ def report(
     format: str | None = None,
 ) -> str:
     """The leaderboard and charts of run directories (or folders holding them) as HTML or Markdown, with the
-    paired comparisons (compare.json) found under them; written to `out` when given (`format` from its suffix
-    unless given: .html, else Markdown). Returns the text."""
+    paired comparisons (compare.json) and allocation searches (`ttscale allocate`) found under them; written to
+    `out` when given (`format` from its suffix unless given: .html, else Markdown). Returns the text."""
     from ttscale.outputs import check_output
     from ttscale.reporting import find_comparisons, load_runs, render_html, render_markdown
 
@@ -359,9 +359,12 @@ def report(
         raise ValueError(f"format must be md or html, got {kind!r}")
     if out is not None:  # never over a run's files or the inputs (OutputError, a ValueError)
         check_output(out, inputs=[runs] if isinstance(runs, str | Path) else runs, flag="out")
+    from ttscale.reporting.allocations import find_allocations
+
     problems = load_runs(runs)
     comparisons = find_comparisons(runs)
-    text = (render_html if kind == "html" else render_markdown)(problems, title=title, comparisons=comparisons)
+    text = (render_html if kind == "html" else render_markdown)(problems, title=title, comparisons=comparisons,
+                                                                  allocations=find_allocations(runs))
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ttscale.budget import Ledger, Role
+from ttscale.budget import Budget, Ledger, Role
 from ttscale.engine.base import context_length, watched_generate
 from ttscale.evals.base import extraction_of
 from ttscale.schema import Completion, Generation, Problem, Sample, SamplingParams
+from ttscale.stages import StageResult, StageStore
 
 T = TypeVar("T")
 Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]
@@ -28,12 +29,16 @@ if TYPE_CHECKING:
 class Context:
     """Everything one problem's strategy may use: the prompt, the metered engine, the task's grader."""
 
-    def __init__(self, *, problem: Problem, task: Task, engine: Engine, ledger: Ledger) -> None:
+    def __init__(
+        self, *, problem: Problem, task: Task, engine: Engine, ledger: Ledger, stages: StageStore | None = None
+    ) -> None:
         self.problem = problem
         self.task = task
         self.engine = engine
         self.budget = ledger
         """The problem's ledger: `remaining`, `exhausted`, `affordable_samples(max_tokens)`."""
+        self.stages = stages if stages is not None else StageStore()
+        """The run's shared stages (`shared_stage`); a bare context keeps its own, in memory."""
         self._prompt: list[int] | None = None
 
     def prompt(self) -> list[int]:
@@ -121,6 +126,23 @@ class Context:
             self.budget.extra.get("execution_seconds", 0.0) + execution.seconds, 4
         )
         return execution
+
+    async def shared_stage(
+        self, key: str, *, budget: Budget, run: Callable[[Context], Awaitable[dict[str, Any]]]
+    ) -> StageResult:
+        """Work the problems of a run share, done once per `key` (see ttscale.stages): `run(stage_ctx)` computes it
+        on a context of its own, metered by a ledger of `budget` (not this problem's) and seeded by the key, so
+        the result is the same whichever problem asks first. Stored with the run; a resumed run reuses it."""
+
+        async def compute() -> tuple[dict[str, Any], dict[str, Any]]:
+            ledger = Ledger(budget, costing=self.budget.costing)
+            for_problem = getattr(self.engine, "for_problem", None)
+            engine = for_problem(f"stage\x00{key}") if for_problem is not None else self.engine
+            stage = Context(problem=self.problem, task=self.task, engine=engine, ledger=ledger, stages=self.stages)
+            value = await run(stage)
+            return value, ledger.to_dict()
+
+        return await self.stages.once(key, compute)
 
     def room(self, prompt_tokens: int) -> int:
         """Tokens the engine can still generate after this prompt (its max_model_len bounds prompt + output)."""

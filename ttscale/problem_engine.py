@@ -24,8 +24,13 @@ class ProblemEngine:
     def __init__(self, engine: Engine, *, run_seed: int, problem_id: str, progress: Progress | None = None) -> None:
         self._engine = engine
         self._progress = progress
+        self._run_seed = run_seed
         self._prefix = f"{run_seed}\x00{problem_id}\x00".encode()
         self._seen: Counter[bytes] = Counter()
+
+    def for_problem(self, problem_id: str) -> ProblemEngine:
+        """The same engine seeded for another id (a stage that problems share is seeded by its own key)."""
+        return ProblemEngine(self._engine, run_seed=self._run_seed, problem_id=problem_id, progress=self._progress)
 
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         return await self._counted(self._engine.generate, prompt, params, seed=seed)

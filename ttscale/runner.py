@@ -29,7 +29,8 @@ from ttscale.progress import Progress
 from ttscale.run_config import check_resume, check_spec_types, default_out, record_engine, write_config  # noqa: F401 - the runner's names too
 from ttscale.runs import grade_samples
 from ttscale.schema import Answer, Problem, RunRecord
-from ttscale.storage import SUMMARY, GroupCommit, RunDir
+from ttscale.stages import StageStore
+from ttscale.storage import STAGES, SUMMARY, GroupCommit, RunDir
 from ttscale.strategies import STRATEGIES
 from ttscale.summary import summarize
 
@@ -109,6 +110,8 @@ class Prepared:
     """`spec.total_budget` parsed; None without one."""
     pool: Ledger | None = None
     """The ledger of `total`, made by `run_problems` for the problems it runs; every problem's ledger draws on it."""
+    stages: StageStore | None = None
+    """The run's shared stages (stages.jsonl), opened by `run_problems`; None = each problem keeps its own."""
 
     def ledger(self) -> Ledger:
         """A fresh ledger for one problem, metered in the budget's unit and priced in FLOPs and eFLOPs."""
@@ -164,6 +167,8 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")
+    if hasattr(params, "check_problems"):  # what a strategy needs of every problem (sleep-time: a context), up front
+        params.check_problems(problems)
     # A code task makes its sandbox now: where model-written code cannot be isolated, the run is refused before
     # any engine starts (`SandboxUnavailable`, a ValueError naming the flag that allows it).
     getattr(task, "sandbox", None)
@@ -260,6 +265,9 @@ async def run_problems(
         prepared.pool.spent = sum(float((r.get("ledger") or {}).get("spent", 0.0))
                                   for r in run_dir.records() + run_dir.unfinished_attempts() if r.get("id") in wanted)
         prepared.pool.extra["problems"] = len(todo)  # what an allocator (strategy adaptive) plans for
+    if not (run_dir.path / STAGES).exists():
+        run_dir.claim(STAGES)  # made by this run if a stage is computed: `discard` may remove it
+    prepared.stages = StageStore(run_dir.path / STAGES)
     semaphore = asyncio.Semaphore(concurrency)
     tracker = Progress(
         problems=len(prepared.problems),
@@ -336,7 +344,7 @@ async def solve(
     """
     ledger = prepared.ledger()
     seeded = ProblemEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id, progress=progress)
-    ctx = Context(problem=problem, task=prepared.task, engine=seeded, ledger=ledger)
+    ctx = Context(problem=problem, task=prepared.task, engine=seeded, ledger=ledger, stages=prepared.stages)
     started = time.perf_counter()
     error = None
     unfinished = False

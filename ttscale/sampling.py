@@ -35,8 +35,14 @@ class PoolParams:
             raise ValueError("refill applies only when n is derived from the budget (n=None)")
 
 
-async def sample_pool(ctx: Context, p: PoolParams, *, logprobs: int | None = None) -> list[Completion]:
-    """Draw the pool in one engine request (or a few, with refill); the ledger caps it to the budget."""
+async def sample_pool(
+    ctx: Context, p: PoolParams, *, logprobs: int | None = None, prompt: list[int] | None = None,
+    phase: str | None = None,
+) -> list[Completion]:
+    """Draw the pool in one engine request (or a few, with refill); the ledger caps it to the budget.
+
+    `prompt`: another prompt than the problem's (a sleep-time strategy asks the query with its notes);
+    `phase`: the ledger counts the pool's tokens under that name too (see `Context.generate`)."""
     pool: list[Completion] = []
     while True:
         n = p.n if p.n is not None else ctx.budget.affordable_samples(p.max_tokens)
@@ -45,7 +51,7 @@ async def sample_pool(ctx: Context, p: PoolParams, *, logprobs: int | None = Non
         params = SamplingParams(
             n=n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, logprobs=logprobs
         )
-        generation = await ctx.generate(ctx.prompt(), params)
+        generation = await ctx.generate(ctx.prompt() if prompt is None else prompt, params, phase=phase)
         pool.extend(generation.completions)
         if not p.refill or not generation.completions:
             break

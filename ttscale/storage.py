@@ -43,8 +43,10 @@ RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 ENGINE_LOG = "engine.log"
 """What the engine and its libraries printed (start-up, warnings); `ttscale run --verbose` shows it instead."""
+STAGES = "stages.jsonl"
+"""Stages the problems of a run share, computed once each (ttscale.stages): sleep-time notes about a context."""
 _LOCK = ".lock"
-_RUN_FILES = (CONFIG, RESULTS, SUMMARY, ENGINE_LOG, _LOCK)
+_RUN_FILES = (CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, _LOCK)
 
 
 class RunDir:

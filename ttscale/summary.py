@@ -103,10 +103,16 @@ def _cuts(records: Sequence[dict[str, Any]], ledgers: Sequence[dict[str, Any]]) 
     """Final samples stopped by a length limit (max_tokens or the context), and samples the context cut."""
     cut = [int(lg.get("cut_samples", 0)) for lg in ledgers]
     samples = sum(len(r.get("samples") or ()) for r in records)
-    phases = {  # sequential strategies: thinking and answer tokens, counted apart
+    phases = {  # sequential strategies: thinking and answer tokens; sleep-time: test-time and amortised sleep tokens
         f"mean_{key}": sum(float(lg.get(key, 0)) for lg in ledgers) / len(ledgers)
-        for key in ("thinking_tokens", "answer_tokens") if any(key in lg for lg in ledgers)
+        for key in ("thinking_tokens", "answer_tokens", "test_tokens", "sleep_tokens_amortised")
+        if any(key in lg for lg in ledgers)
     }
+    # Sleep-time stages are computed once per context: their tokens count once however many queries read them.
+    stages = {str(info["context_id"]): int(info.get("sleep_tokens", 0)) for r in records
+              if isinstance(info := r.get("info"), dict) and "context_id" in info and "sleep_tokens" in info}
+    if stages:
+        phases.update(contexts=len(stages), total_sleep_tokens=sum(stages.values()))
     return {
         **phases,
         "cut_samples": sum(cut),

@@ -28,7 +28,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -307,22 +307,33 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
 
         try:
             for cell in (c for c in cells + holdout_cells(spec) if c.seed == seed):
-                prepared = prepare_cell(spec, cell, root)
-                run_dir = cell_dir(root, cell)
-                if _complete(run_dir, prepared.problems):
-                    continue
-                why = derive_cell(prepared, run_dir, cell, cell_dir(root, _source(cells, cell))) if cell.source \
-                    else "runs directly"
-                if why is not None:
-                    if cell.source:
-                        log(f"sweep: {cell.id} cannot be derived ({why}); running it")
-                    log(f"sweep: running {cell.id}")
-                    await _run_cell(prepared, run_dir, await engine_for(), progress=progress)
-                else:
-                    log(f"sweep: derived {cell.id} from {cell.source}")
+                await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log)
         finally:
             if own is not None:
                 await own.close()
+
+
+async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Cell],
+                   engine_for: Callable[[], Awaitable[Engine]], *, progress: bool = False,
+                   log: Callable[[str], None] = lambda line: None) -> Path:
+    """Finish one cell (its source first, when it is derived from one): read from the source's stored pool where
+    the replay can, run on `engine_for()` where not, nothing when it is complete. Returns its directory."""
+    prepared = prepare_cell(spec, cell, root)
+    run_dir = cell_dir(root, cell)
+    if _complete(run_dir, prepared.problems):
+        return run_dir.path
+    if cell.source:
+        await run_cell(spec, root, _source(cells, cell), cells, engine_for, progress=progress, log=log)
+    why = derive_cell(prepared, run_dir, cell, cell_dir(root, _source(cells, cell))) if cell.source \
+        else "runs directly"
+    if why is not None:
+        if cell.source:
+            log(f"sweep: {cell.id} cannot be derived ({why}); running it")
+        log(f"sweep: running {cell.id}")
+        await _run_cell(prepared, run_dir, await engine_for(), progress=progress)
+    else:
+        log(f"sweep: derived {cell.id} from {cell.source}")
+    return run_dir.path
 
 
 def _source(cells: list[Cell], cell: Cell) -> Cell:

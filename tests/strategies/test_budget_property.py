@@ -15,6 +15,7 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ttscale.evals.stateful import StatefulArithmeticTask
 from ttscale.params import params_class, parse_params
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
@@ -43,15 +44,24 @@ def test_no_strategy_ever_exceeds_its_budget_or_misreports_tokens(
     raw = {"max_tokens": str(max_tokens)} if "max_tokens" in fields else {}
     if "step_tokens" in fields:
         raw["step_tokens"] = str(step_tokens)
+    if "sleep_tokens" in fields:
+        raw["sleep_tokens"] = str(4 * step_tokens)
     sim = SimulatedArithmeticPolicy(seed=seed)
-    ctx = make_context(sim, budget, problem_index=index)
+    # Sleep-time compute needs a context per problem: the stateful arithmetic task gives one.
+    task = StatefulArithmeticTask(levels=(1, 2), per_level=10, queries=3) if name == "sleep_time" else None
+    ctx = make_context(sim, budget, problem_index=index, task=task)
     answer = asyncio.run(fn(ctx.problem, ctx, parse_params(cls, raw)))
     ledger = ctx.budget.to_dict()
     assert ledger["spent"] <= budget
-    assert ledger["generated_tokens"] == sim.generated_tokens
+    # A shared stage (sleep-time notes) is metered on a ledger of its own, within its own budget.
+    staged = sum(int(r.ledger["generated_tokens"]) for r in ctx.stages.results())
+    assert all(r.ledger["generated_tokens"] <= r.ledger["budget"] for r in ctx.stages.results())
+    assert ledger["generated_tokens"] + staged == sim.generated_tokens
     assert ctx.budget.reserved == 0  # nothing left in flight
     if name in ("budget_forcing", "no_thinking", "revision"):  # sequential: every token metered by its phase
         assert ledger.get("thinking_tokens", 0) + ledger.get("answer_tokens", 0) == ledger["generated_tokens"]
+    if name == "sleep_time":  # the query's ledger: test-time tokens only
+        assert ledger.get("test_tokens", 0) == ledger["generated_tokens"]
     assert all(0 < s.num_tokens <= max(max_tokens, 1) for s in answer.samples if "max_tokens" in fields)
     if "tree" in ledger:
         tree = ledger["tree"]

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep": "ttscale.cli.sweep:register",
     "policy": "ttscale.cli.sweep:register_policy",
     "compare": "ttscale.cli.compare:register",
+    "allocate": "ttscale.cli.allocate:register",
 }
 
 EXIT_USAGE = 2

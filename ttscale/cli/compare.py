@@ -9,12 +9,19 @@ from dataclasses import replace
 from typing import Any
 
 from ttscale.cli import UsageError
-from ttscale.cli.config import ENGINE_FLAGS, ENGINE_SWITCHES, add_engine_flags, engine_settings
+from ttscale.cli.config import (
+    ENGINE_FLAGS,
+    ENGINE_SWITCHES,
+    add_engine_flags,
+    add_task_option_flag,
+    engine_settings,
+    task_options,
+)
 from ttscale.comparison import COMPARE, GROUPS, compare
 
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
-_RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", *ENGINE_FLAGS,
-              *ENGINE_SWITCHES, "engine_arg", "chat_template_kwargs")
+_RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", "task_option",
+              *ENGINE_FLAGS, *ENGINE_SWITCHES, "engine_arg", "chat_template_kwargs")
 
 
 def register(sub: Any) -> None:
@@ -35,6 +42,7 @@ def register(sub: Any) -> None:
     p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
     p.add_argument("--concurrency", type=int, help="problems in flight at once within a run (default 64)")
     p.add_argument("--data-dir", help="folder with local copies of the datasets")
+    add_task_option_flag(p)
     add_engine_flags(p)
     p.add_argument("--out", help="compare directory to write (run mode default compares/<task>-<time>; with DIRs, "
                    f"where {COMPARE} is written)")
@@ -69,7 +77,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.model:
             engine["model"] = args.model
         run = {"strategies": args.strategy, "engine_config": replace(EngineConfig(), **engine),
-               "task_options": {"data_dir": args.data_dir} if args.data_dir else None,
+               "task_options": task_options(args, "compare", data_dir=args.data_dir) or None,
                **{k: getattr(args, k) for k in ("repeats", "budget", "task", "limit", "concurrency")
                   if getattr(args, k) is not None}}
     try:

@@ -84,13 +84,13 @@ def engine_settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
     return changes
 
 
-def chat_template_kwargs(items: list[str], command: str) -> dict[str, Any]:
+def chat_template_kwargs(items: list[str], command: str, *, flag: str = "--chat-template-kwargs") -> dict[str, Any]:
     """`KEY=VALUE` items, each value read as JSON where it is JSON (false, 3, "x"), else as the text."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"{command}: --chat-template-kwargs takes KEY=VALUE, got {item!r}")
+            raise UsageError(f"{command}: {flag} takes KEY=VALUE, got {item!r}")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
@@ -217,6 +217,17 @@ SERVER_FLAGS = {
     "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429, 5xx or a malformed 200 "
                     "(default 6)"),
 }
+
+
+def add_task_option_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task-option", action="append", metavar="KEY=VALUE",
+                   help="an option of the task's factory, repeatable (arithmetic_stateful: queries=5 per_level=20)")
+
+
+def task_options(args: argparse.Namespace, command: str, **given: Any) -> dict[str, Any]:
+    """`--task-option` items (values read as JSON where they are JSON) over the options other flags gave."""
+    return {**{k: v for k, v in given.items() if v is not None},
+            **chat_template_kwargs(getattr(args, "task_option", None) or [], command, flag="--task-option")}
 
 
 def add_backend_flags(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.cli import Stopped, UsageError
-from ttscale.cli.config import add_backend_flags, add_engine_flags, engine_settings, server_settings, vllm_only
+from ttscale.cli.config import (
+    add_backend_flags,
+    add_engine_flags,
+    add_task_option_flag,
+    engine_settings,
+    server_settings,
+    vllm_only,
+)
+from ttscale.cli.config import task_options as options_of
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineConfig, EngineFatalError
 from ttscale.engine.openai import OpenAIConfig
@@ -50,6 +58,7 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", type=_positive_int, help="problems in flight at once (default 64)")
     p.add_argument("--hardware", help="hardware profile pricing FLOPs/eFLOPs (default B200; see `ttscale cost`)")
     p.add_argument("--data-dir", help="folder with local copies of the datasets (<dir>/<task>/test.jsonl)")
+    add_task_option_flag(p)
     p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
     p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
     p.add_argument("--allow-unisolated-code", dest="allow_network", action="store_true", default=None,
@@ -216,10 +225,8 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace) -> RunSpec:
             changes[name] = getattr(args, name)
     if getattr(args, "total_budget", None) is not None and args.budget is None and not args.resume:
         changes["budget"] = args.total_budget  # no per-problem cap asked: a problem may use all of the total
-    task_options = dict(spec.task_options)
-    for name in ("data_dir", "question_field", "answer_field", "allow_network"):
-        if getattr(args, name, None) is not None:
-            task_options[name] = getattr(args, name)
+    task_options = {**spec.task_options, **options_of(args, "run", **{
+        name: getattr(args, name, None) for name in ("data_dir", "question_field", "answer_field", "allow_network")})}
     backend = args.backend or spec.backend
     engine_changes = engine_settings(args, "run")
     if backend == "openai" and "engine_args" in engine_changes:

@@ -20,9 +20,11 @@ from ttscale.cli import UsageError
 from ttscale.cli.config import (
     add_backend_flags,
     add_engine_flags,
+    add_task_option_flag,
     apply_config_file,
     engine_settings,
     server_settings,
+    task_options,
     vllm_only,
 )
 from ttscale.engine.base import EngineConfig
@@ -48,6 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted sweep")
     p.add_argument("--concurrency", type=int, help="problems in flight at once within a cell (default 64)")
     p.add_argument("--data-dir", help="folder with local copies of the datasets")
+    add_task_option_flag(p)
     p.add_argument("--no-subsample", action="store_true", help="run every budget directly (no generate-once)")
     p.add_argument("--holdout", type=int, default=0, metavar="N",
                    help="a held-out pool of N samples per problem for the policy's probe and pass@1 (default 0: none)")
@@ -231,7 +234,7 @@ def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"sweep: --seeds must be whole numbers separated by commas, got {args.seeds!r}") from None
     given = {k: getattr(args, k) for k in ("task", "limit", "concurrency", "holdout") if getattr(args, k) is not None}
     return {"strategies": args.strategy, "budgets": [b.strip() for b in args.budgets.split(",") if b.strip()],
-            "seeds": seeds, "task_options": {"data_dir": args.data_dir} if args.data_dir else {},
+            "seeds": seeds, "task_options": task_options(args, "sweep", data_dir=args.data_dir),
             "engine_config": replace(EngineConfig(), **engine), "server": server, "out": args.out,
             "subsample": not args.no_subsample, **given}
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ttscale.reporting.allocations import allocation_markdown, allocation_view
 from ttscale.reporting.charts import human
 from ttscale.reporting.comparisons import comparison_markdown, comparison_view
 from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost
@@ -18,10 +19,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 def render_html(
-    problems: pd.DataFrame, *, title: str = "ttscale report", comparisons: Sequence[dict[str, Any]] = ()
+    problems: pd.DataFrame, *, title: str = "ttscale report", comparisons: Sequence[dict[str, Any]] = (),
+    allocations: Sequence[dict[str, Any]] = (),
 ) -> str:
     """The whole report as one HTML document: warnings, leaderboard, paired comparisons (compare.json as read by
-    `find_comparisons`), charts, per-level accuracy, run details."""
+    `find_comparisons`), allocation searches (`find_allocations`), charts, per-level accuracy, run details."""
     from markupsafe import Markup
 
     board = leaderboard(problems)
@@ -37,6 +39,7 @@ def render_html(
         rows=_leaderboard_rows(board),
         groups=list(board.groups.items()),
         comparisons=[comparison_view(c) for c in comparisons],
+        allocations=[{**view, "chart": Markup(view["chart"])} for view in map(allocation_view, allocations)],
         charts=[Markup(svg) for svg in _charts(problems)],  # our own SVG, its labels escaped where it was drawn
         levels=None if levels.empty else {
             "columns": [str(c) for c in levels.columns],
@@ -59,10 +62,11 @@ def _template() -> Any:
 
 
 def render_markdown(
-    problems: pd.DataFrame, *, title: str = "ttscale report", comparisons: Sequence[dict[str, Any]] = ()
+    problems: pd.DataFrame, *, title: str = "ttscale report", comparisons: Sequence[dict[str, Any]] = (),
+    allocations: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """The leaderboard, warnings, paired comparisons, per-level accuracy and run details as GitHub-flavoured
-    Markdown."""
+    """The leaderboard, warnings, paired comparisons, allocation searches, per-level accuracy and run details as
+    GitHub-flavoured Markdown."""
     board = leaderboard(problems)
     lines = [f"# {title}", "", _subtitle(problems), ""]
     lines += [f"> **⚠ Warning:** {w}" + "\n>" for w in board.warnings]
@@ -108,6 +112,8 @@ def render_markdown(
     lines += ["", "Ranked by accuracy within each budget-matched group; Δ is paired over the same problems.", ""]
     for comparison in comparisons:
         lines += [comparison_markdown(comparison), "", f"From `{comparison['path']}`.", ""]
+    for search in allocations:
+        lines += [allocation_markdown(search), "", f"From `{search['path']}`.", ""]
     levels = level_table(problems)
     if not levels.empty:
         lines += ["## Accuracy by difficulty level", "", _md_row(["level", *levels.columns])]

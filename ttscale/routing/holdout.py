@@ -20,12 +20,13 @@ from typing import Any, Literal
 
 from ttscale.routing.difficulty import ProbeSettings, offline_features
 from ttscale.routing.policy import Difficulty, LearnOptions, learn_policy
+from ttscale.routing.replay import DIFFICULTY_POOLS
 from ttscale.runner import prepare
 from ttscale.schema import Sample
 from ttscale.selection import majority_vote
 from ttscale.storage import CONFIG
 from ttscale.strategies import STRATEGIES
-from ttscale.sweeps import POOL_STRATEGIES, Cell, SweepSpec, cell_dir
+from ttscale.sweeps import Cell, SweepSpec, cell_dir
 
 Source = Literal["auto", "holdout", "pools"]
 SOURCES: tuple[str, ...] = ("auto", "holdout", "pools")
@@ -37,7 +38,7 @@ def holdout_cells(spec: SweepSpec) -> list[Cell]:
     """The held-out difficulty cell of a sweep ([] when `spec.holdout` is 0), run on the first seed's engine."""
     if not spec.holdout:
         return []
-    entries = [e for e in spec.grid if STRATEGIES.canonical(e.strategy) in POOL_STRATEGIES]
+    entries = [e for e in spec.grid if STRATEGIES.canonical(e.strategy) in DIFFICULTY_POOLS]
     if not entries:
         raise ValueError("holdout needs a best_of_n or self_consistency entry in the grid: its sampling settings "
                          "are the probe's")
@@ -103,7 +104,7 @@ def _from_holdout(results: Any, cell: Cell, *, probe_n: int, probe_verifier: str
 def _from_pools(results: Any, *, probe_n: int, probe_verifier: str | None,
                 ) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
     top = results.spec.budgets[-1]
-    pools = [c for c in results.cells if c.strategy in POOL_STRATEGIES and c.budget == top and c.id in results.records]
+    pools = [c for c in results.cells if c.strategy in DIFFICULTY_POOLS and c.budget == top and c.id in results.records]
     if not pools:
         raise ValueError("difficulty needs a finished sample-pool cell (best_of_n or self_consistency) in the sweep")
     # Best-of-N without a verifier stores each sample's mean log-prob: its pool also gives the entropy feature.

@@ -36,7 +36,10 @@ from ttscale.summary import summarize
 if TYPE_CHECKING:
     from ttscale.sweeps import Cell
 
-POOL_STRATEGIES = ("best_of_n", "self_consistency")
+POOL_STRATEGIES = ("best_of_n", "self_consistency", "sleep_time")
+"""Strategies whose record is a pool of independent samples: a smaller budget is read from a larger one's pool."""
+DIFFICULTY_POOLS = ("best_of_n", "self_consistency")
+"""The pools a held-out difficulty estimate (routing.holdout) reads: the problem's own prompt, nothing shared."""
 
 
 def replay_genrm(ledger: Ledger, p: Any, samples: list[Sample], source: Mapping[str, Any], *,
@@ -280,15 +283,24 @@ def derive_record(
         if isinstance(taken, str):
             return taken
         sub = samples[:taken]
-        if p.verifier is not None:  # as `sampling.score_outcomes` counts them in a run
+        scorer = getattr(p, "verifier", None)
+        if scorer is not None:  # as `sampling.score_outcomes` counts them in a run
             ledger.tally("reward_evaluations", len(sub))
         if name == "best_of_n":
             best = best_scored(sub)
             prediction = best.answer if best else None
-            info = {"n": len(sub), "scorer": p.verifier or "mean_logprob", "best_score": best.score if best else None}
+            info = {"n": len(sub), "scorer": scorer or "mean_logprob", "best_score": best.score if best else None}
         else:
-            prediction, votes = majority_vote(sub) if p.verifier is None else weighted_vote(sub)
+            prediction, votes = majority_vote(sub) if scorer is None else weighted_vote(sub)
             info = {"n": len(sub), "votes": dict(votes)}
+        if name == "sleep_time":  # the context's notes are the source's: the same sleep-time stage, read again
+            from ttscale.strategies.sleep_time import SLEEP_INFO
+
+            info.update({k: v for k, v in (source.get("info") or {}).items() if k in SLEEP_INFO})
+            for key in ("sleep_tokens_amortised",):
+                if key in src_ledger:
+                    ledger.extra[key] = src_ledger[key]
+            ledger.tally("test_tokens", sum(s.num_tokens for s in sub))
     elif name == "deepconf":
         if p.mode != "offline":
             return "online traces were stopped by their own run's threshold"

@@ -1,0 +1,124 @@
+"""`ttscale.allocate` / `ttscale allocate` (ttscale/allocsearch/run.py, spaces.py): the shipped spaces as sweep
+cells on the SIMULATOR (derived from pools where the sweep can, live where not, each once; a resumed search asks
+the engine for nothing), the agent proposer on the simulator and on the real embedded model, one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ttscale
+from ttscale.allocsearch.spaces import beam_study, genrm_study, sleep_time_study
+from ttscale.testing.policy import SimulatedArithmeticPolicy
+
+GENRM = {"solutions": (1, 2, 4), "verifications": (1, 2), "max_tokens": 32, "verify_tokens": 16}
+
+
+def _cells(root: Path) -> dict[str, dict[str, Any]]:
+    return {d.name: json.loads((d / "summary.json").read_text()) for d in (root / "sweep" / "cells").iterdir()}
+
+
+def test_genrm_search_reads_cells_from_one_pool_and_resumes_without_the_engine(tmp_path: Path) -> None:
+    policy = SimulatedArithmeticPolicy(seed=0)
+    out = tmp_path / "search"
+    result = ttscale.allocate(space="genrm", seeds=(0, 1), trials=3, limit=6, engine=policy, out=out,
+                              settings=GENRM, total_budget=256)
+    table = result.table
+    space = genrm_study(total_budget=256, **GENRM).space
+    assert table.points == len(space.points()) == 5  # S=4, V=2 costs 4·32 + 8·17 = 264 > 256: left out
+    assert [r.label for r in table.rows] == ["grid", "random", "bayesian", "agent"]
+    cells = _cells(out)
+    assert len(cells) == 6  # the five allocations and the pool they are read from (S=4, V=2: the largest)
+    assert any(s.get("derived_from") for s in cells.values())  # read from the stored pool, not generated again
+    truth = [json.loads(line) for line in (out / "searches" / "truth" / "trials.jsonl").read_text().splitlines()]
+    assert len(truth) == 5 and max(t["accuracy"] for t in truth) == table.optimum.accuracy
+    # The simulator answers arithmetic, not JSON: every agent proposal is invalid, counted, and falls back.
+    agent = next(r for r in table.rows if r.label == "agent")
+    assert agent.invalid > 0 and agent.fallbacks > 0
+    agent_trials = [json.loads(line) for line in (out / "searches" / "agent-s0" / "trials.jsonl").read_text()
+                    .splitlines()]
+    assert len(agent_trials) == 3 and all(t["fallback"] for t in agent_trials)
+    saved = json.loads((out / "table.json").read_text())
+    asked = len(policy.requests)
+    again = SimulatedArithmeticPolicy(seed=0)
+    resumed = ttscale.allocate(space="genrm", seeds=(0, 1), trials=3, limit=6, engine=again, out=out,
+                               settings=GENRM, total_budget=256)
+    assert not again.requests and asked > 0  # every cell and trial read back
+    assert resumed.table.to_dict() == saved
+    # The report shows the search: its table (with the agent's counted rejections) and the trials curve.
+    text = ttscale.report(out)
+    assert "## Allocation search: genrm" in text and "| agent | 2 |" in text
+    assert f"grid optimum n={table.optimum.allocation['n']}" in text
+    html = ttscale.report(out, format="html")
+    assert "Allocation searches" in html and html.count("<svg") >= 2  # its chart beside the leaderboard's
+
+
+def test_sleep_time_space_derives_test_budgets_and_amortises_sleep(tmp_path: Path) -> None:
+    policy = SimulatedArithmeticPolicy(seed=1)
+    settings = {"sleep": (0, 40), "budgets": (32, 64, 128), "queries": 3, "max_tokens": 32}
+    result = ttscale.allocate(space="sleep_time", proposers=("grid", "random"), seeds=(0,), trials=4, limit=6,
+                              engine=policy, out=tmp_path / "s", settings=settings, total_budget=100,
+                              task="arithmetic_stateful:1", task_options={"queries": 3})
+    assert result.table.points == len(sleep_time_study(total_budget=100, **settings).space.points()) == 4
+    cells = _cells(tmp_path / "s")
+    live = [name for name, s in cells.items() if not s.get("derived_from")]
+    assert len(live) == 2  # one pool per sleep budget, at the largest test-time budget
+    truth = [json.loads(line) for line in (tmp_path / "s" / "searches" / "truth" / "trials.jsonl").read_text()
+             .splitlines()]
+    for t in truth:  # the measured cost per query: test-time tokens plus the amortised sleep tokens
+        assert t["cost"] <= t["allocation"]["budget"] + t["allocation"]["sleep_tokens"] / 3 + 1e-9
+
+
+def test_beam_space_runs_each_cell_live_once(tmp_path: Path) -> None:
+    policy = SimulatedArithmeticPolicy(seed=2)
+    settings = {"beams": (4, 8), "steps": (2, 3), "step_tokens": 24}
+    result = ttscale.allocate(space="beam", proposers=("random",), seeds=(0, 1), trials=2, limit=3, engine=policy,
+                              out=tmp_path / "b", settings=settings, total_budget=8 * 3 * 24)
+    assert result.table.points == len(beam_study(total_budget=576, **settings).space.points()) == 4
+    cells = _cells(tmp_path / "b")
+    assert len(cells) == 4 and not any(s.get("derived_from") for s in cells.values())  # beam: no replay
+    assert all(s["max_generated_tokens"] <= 576 for s in cells.values())
+
+
+def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="space must be one of genrm, sleep_time, beam, got 'tree'"):
+        ttscale.allocate(space="tree", engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
+    with pytest.raises(ValueError, match="proposers must be among grid, random, bayesian, agent, got oracle"):
+        ttscale.allocate(space="genrm", proposers=("oracle",), engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
+    with pytest.raises(ValueError, match="no allocation costs at most the total budget 10"):
+        ttscale.allocate(space="genrm", total_budget=10, engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty and not an allocation search"):
+        ttscale.allocate(space="genrm", settings=GENRM, total_budget=256, engine=SimulatedArithmeticPolicy(),
+                         out=other, limit=2)
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+    done = subprocess.run([sys.executable, "-m", "ttscale.cli", "allocate", "--space", "genrm", "--setting",
+                           "bogus=3"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "has no setting 'bogus'" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_agent_on_the_real_embedded_model_keeps_the_search_going(api_engine: Any, tmp_path: Path) -> None:
+    """Real engine (the session's): the 135M model proposes for itself; whatever it writes, the search finishes,
+    each reply is validated, and a reply that parses into the space is used as it is."""
+    settings = {"solutions": (1, 2), "verifications": (1,), "max_tokens": 24, "verify_tokens": 8}
+    result = ttscale.allocate(space="genrm", proposers=("agent",), seeds=(0,), trials=2, limit=2, engine=api_engine,
+                              out=tmp_path / "a", settings=settings, total_budget=80, agent_tokens=24)
+    row = result.table.rows[0]
+    trials = [json.loads(line) for line in (tmp_path / "a" / "searches" / "agent-s0" / "trials.jsonl").read_text()
+              .splitlines()]
+    assert len(trials) == 2 and result.agent_tokens > 0  # the model was asked for the first (the second: no choice)
+    assert {tuple(sorted(t["allocation"].items())) for t in trials} == {(("n", 1), ("verifications", 1)),
+                                                                         (("n", 2), ("verifications", 1))}
+    # Every rejected reply is counted with its trial; a trial falls back only after its retries were spent.
+    assert row.invalid == sum(t["invalid_proposals"] for t in trials)
+    assert all(t["invalid_proposals"] == 4 and "fallback" in t["reasoning"] for t in trials if t["fallback"])
+    assert trials[1]["reasoning"] == "the only allocation not yet tried"

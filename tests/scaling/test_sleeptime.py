@@ -1,0 +1,77 @@
+"""Sleep-time measurements (ttscale/scaling/sleeptime.py) on synthetic runs where the answer is known: a saving
+where sleep-time compute helps, none where it does not, and the amortised cost per query by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ttscale.scaling.sleeptime import amortised, frontier, grid, paired_saving, tokens_for
+
+BUDGETS = (50, 100, 200, 400)
+
+
+def _runs(accuracy: dict[int, float], tokens: dict[int, float], *, problems: int = 60, seeds: int = 2,
+          sleep: int = 0, queries: int = 5, seed: int = 0) -> dict[int, list[list[dict[str, object]]]]:
+    """Records per budget and seed; right with the budget's probability (nested: right at b ⇒ right at 2b)."""
+    rng = np.random.default_rng(seed)
+    u = rng.random((problems, seeds))
+    out: dict[int, list[list[dict[str, object]]]] = {}
+    for b in BUDGETS:
+        out[b] = [[{"id": f"p{i:03d}", "correct": bool(u[i, j] < accuracy[b]),
+                    "ledger": {"generated_tokens": tokens[b]},
+                    "info": {"sleep_tokens": sleep, "context_id": f"c{i // queries}"}} for i in range(problems)]
+                  for j in range(seeds)]
+    return out
+
+
+BASE = {50: 0.2, 100: 0.35, 200: 0.5, 400: 0.6}
+SPENT = {50: 40.0, 100: 80.0, 200: 160.0, 400: 320.0}
+
+
+def test_a_saving_where_sleep_time_reaches_the_baselines_top_accuracy_at_its_smallest_budget() -> None:
+    base = grid(_runs(BASE, SPENT))
+    sleep = grid(_runs({50: 0.5, 100: 0.55, 200: 0.6, 400: 0.62}, SPENT, sleep=100))
+    # Sleep-time at 40 tokens is as right as the baseline at 160: a 4x saving, clearly above 1.
+    result = paired_saving(base, sleep, budget=50, resamples=400)
+    assert result.ratio == pytest.approx(4.0)
+    assert result.interval is not None and result.interval[0] > 1.5
+
+
+def test_no_saving_where_the_notes_change_nothing() -> None:
+    base, same = grid(_runs(BASE, SPENT)), grid(_runs(BASE, SPENT, sleep=100))
+    result = paired_saving(base, same, budget=50, resamples=400)
+    assert result.ratio == pytest.approx(1.0)
+    assert result.interval is not None and result.interval[0] <= 1.0 <= result.interval[1]  # "not reproduced"
+
+
+def test_a_saving_past_the_baselines_range_is_undefined_not_invented() -> None:
+    base = grid(_runs(BASE, SPENT))
+    better = grid(_runs({b: 0.95 for b in BUDGETS}, SPENT, sleep=100))
+    result = paired_saving(base, better, budget=50, resamples=200)
+    assert result.ratio is None and result.interval is None and result.undefined > 0.9
+
+
+def test_tokens_for_interpolates_in_log_tokens() -> None:
+    curve = [(50, 0.2, 40.0), (100, 0.4, 160.0)]
+    assert tokens_for(curve, 0.1) == 40.0
+    assert tokens_for(curve, 0.3) == pytest.approx(80.0)  # halfway in log between 40 and 160
+    assert tokens_for(curve, 0.5) is None
+
+
+def test_frontier_and_amortisation_by_hand() -> None:
+    runs = _runs(BASE, SPENT, problems=10, seeds=1, sleep=100, queries=5)
+    g = grid(runs)
+    assert [t for _, _, t in frontier(g)] == [40.0, 80.0, 160.0, 320.0]
+    rows = amortised(g, queries=[1, 2, 5], budget=50)
+    # Two contexts of 100 sleep tokens each: asked once each, 200 / 2 = 100 per query; five times, 200 / 10 = 20.
+    assert [(q, c) for q, _, _, c in rows] == [(1, 140.0), (2, 90.0), (5, 60.0)]
+
+
+def test_mismatched_runs_are_refused() -> None:
+    base = grid(_runs(BASE, SPENT, problems=10))
+    other = grid(_runs(BASE, SPENT, problems=12))
+    with pytest.raises(ValueError, match="same problems"):
+        paired_saving(base, other, budget=50)
+    with pytest.raises(ValueError, match="same number of seeds"):
+        grid({50: [[{"id": "a", "correct": True}]], 100: [[{"id": "a"}], [{"id": "a"}]]})

@@ -1,0 +1,166 @@
+"""An allocation search as `ttscale allocate` and `ttscale.allocate` run it: every proposer against the grid.
+
+The directory it writes (resumable: call again with the same `out`):
+- `allocate.json`: what was searched (space and its settings, task, proposers, seeds, trials);
+- `sweep/`: the sweep whose cells are the space's allocations (`SweepEvaluator`);
+- `searches/`: each search's trials (`truth`, the full grid; `<proposer>-s<seed>`), one `TrialLog` each, with
+  the agent's reasoning per trial;
+- `table.json`: trials to the grid's optimum per proposer, and the best accuracy found after k trials.
+
+The agent proposer asks the run's own engine (the model under study, as AgentTTS's agent is an LLM); its replies
+are validated and a malformed one is counted and retried (ttscale.allocsearch.agent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ttscale.allocsearch.agent import AgentProposer
+from ttscale.allocsearch.bayesian import BayesianProposer
+from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
+from ttscale.allocsearch.search import ProposerTable, compare_proposers
+from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator
+
+PROPOSERS = ("grid", "random", "bayesian", "agent")
+"""Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""
+MANIFEST, TABLE = "allocate.json", "table.json"
+AGENT_TOKENS = 384
+"""Tokens of one agent reply at most (its reasoning and the JSON), unless `agent_tokens` says otherwise."""
+
+
+@dataclass(frozen=True)
+class AllocationSearch:
+    """A finished (or resumed) allocation search: its directory and the proposers' table."""
+
+    path: Path
+    table: ProposerTable
+    agent_tokens: int
+    """Tokens the agent generated for its proposals in this call (the search's own overhead, not the task's)."""
+
+
+def make_study(space: str, settings: dict[str, Any]) -> Study:
+    """The named space with `settings` (its factory's keywords: total_budget, solutions, ...), or a one-line error."""
+    if space not in STUDIES:
+        raise ValueError(f"space must be one of {', '.join(STUDIES)}, got {space!r}")
+    known = list(inspect.signature(STUDIES[space]).parameters)
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise ValueError(f"space {space} has no setting {unknown[0]!r} (it has {', '.join(known)})")
+    return STUDIES[space](**settings)
+
+
+def check_proposers(names: Sequence[str]) -> tuple[str, ...]:
+    unknown = [n for n in names if n not in PROPOSERS]
+    if unknown or not names:
+        raise ValueError(f"proposers must be among {', '.join(PROPOSERS)}, got {', '.join(names) or 'none'}")
+    return tuple(dict.fromkeys(names))
+
+
+async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Sequence[str], seeds: Sequence[int],
+                         trials: int, task: str, limit: int | None, out: Path, engine: Any, engine_config: Any,
+                         task_options: dict[str, Any] | None = None, seed: int = 0,
+                         agent_tokens: int = AGENT_TOKENS) -> AllocationSearch:
+    """Compare `proposers` on the space, each for `trials` trials per search seed, against the full grid."""
+    study = make_study(space, settings)
+    names = check_proposers(proposers)
+    manifest = {"space": space, "settings": settings, "proposers": list(names), "seeds": list(seeds),
+                "trials": trials, "task": task, "task_options": task_options or {}, "limit": limit, "seed": seed}
+    out.mkdir(parents=True, exist_ok=True)
+    stored = out / MANIFEST
+    if stored.is_file():
+        before = json.loads(stored.read_text())
+        differing = sorted(k for k in manifest if k not in ("trials", "proposers", "seeds") and before.get(k) !=
+                           json.loads(json.dumps(manifest[k])))
+        if differing:
+            raise ValueError(f"{str(out)!r} holds another allocation search (it differs in {', '.join(differing)})")
+    elif any(out.iterdir()):
+        raise ValueError(f"{str(out)!r} is not empty and not an allocation search; use a new or empty directory")
+    stored.write_text(json.dumps(manifest, indent=2) + "\n")
+
+    async def engine_for() -> Any:
+        return engine
+
+    evaluate = SweepEvaluator(study, root=out / "sweep", task=task, limit=limit, seed=seed, engine_for=engine_for,
+                              engine_config=engine_config, task_options=task_options)
+    spent = [0]
+    makers: dict[str, Callable[[int], Proposer]] = {
+        "grid": lambda s: GridProposer(),
+        "random": lambda s: RandomProposer(seed=s),
+        "bayesian": lambda s: BayesianProposer(seed=s),
+        "agent": lambda s: AgentProposer(generate=_agent(engine, spent, agent_tokens), seed=s),
+    }
+    table = await compare_proposers(space=study.space, evaluate=evaluate, seeds=seeds, trials=trials,
+                                    proposers={n: makers[n] for n in names}, log_dir=out / "searches")
+    (out / TABLE).write_text(json.dumps(table.to_dict(), indent=2, default=str) + "\n")
+    return AllocationSearch(path=out, table=table, agent_tokens=spent[0])
+
+
+def allocate(
+    *,
+    space: str = "genrm",
+    proposers: Sequence[str] = PROPOSERS,
+    seeds: Sequence[int] = (0, 1, 2),
+    trials: int = 6,
+    task: str = "arithmetic",
+    limit: int | None = None,
+    total_budget: float | None = None,
+    settings: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    engine: Any = None,
+    model: str | None = None,
+    task_options: dict[str, Any] | None = None,
+    seed: int = 0,
+    agent_tokens: int = AGENT_TOKENS,
+) -> AllocationSearch:
+    """Search `space` (genrm, sleep_time, beam: see ttscale.allocsearch.spaces) with each of `proposers` for
+    `trials` trials per search seed, against the full grid's optimum, on `task`'s first `limit` problems.
+
+    `total_budget` (tokens per problem, or per query for sleep_time) bounds every allocation; `settings` are the
+    space's other values (solutions=(1, 2, 4), ...). `engine`: a started `ttscale.Engine` to share, an engine
+    object (a simulator in tests), or None to start one of `model`. Calling again with the same `out` resumes:
+    cells and trials already done are read back. Works inside a running event loop too. `agent_tokens`: tokens
+    of one agent reply at most.
+    """
+    from ttscale.api import _stamp, call_config, drive
+
+    given = {**(settings or {}), **({"total_budget": total_budget} if total_budget is not None else {})}
+    make_study(space, given)  # refused in one line before any engine starts
+    check_proposers(proposers)
+    config = call_config(engine, model=model, engine_args=None, config=None)
+    root = Path(out) if out is not None else Path("allocations") / f"{space}-{_stamp()}"
+
+    async def work(started: Any) -> AllocationSearch:
+        if started is None:
+            from ttscale.engine import start_engine
+
+            own = await start_engine(config)
+            try:
+                return await work(own)
+            finally:
+                await own.close()
+        return await run_allocation(space=space, settings=given, proposers=proposers, seeds=seeds, trials=trials,
+                                    task=task, limit=limit, out=root, engine=started, engine_config=config,
+                                    task_options=task_options, seed=seed, agent_tokens=agent_tokens)
+
+    return drive(engine, work)
+
+
+def _agent(engine: Any, spent: list[int], max_tokens: int) -> Callable[[str], Any]:
+    """The agent's `generate`: one chat turn on `engine`, seeded by the prompt (the same history, the same reply)."""
+    from ttscale.schema import SamplingParams
+
+    async def generate(prompt: str) -> str:
+        ids = engine.chat_prompt([{"role": "user", "content": prompt}])
+        seed = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=4).digest(), "big") % 2**31
+        generation = await engine.generate(ids, SamplingParams(n=1, temperature=0.7, max_tokens=max_tokens),
+                                           seed=seed)
+        spent[0] += sum(c.num_tokens for c in generation.completions)
+        return generation.completions[0].text if generation.completions else ""
+
+    return generate

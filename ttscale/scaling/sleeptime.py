@@ -1,0 +1,151 @@
+"""Sleep-time compute's measurements, from stored runs: the frontier, the saving at equal accuracy, amortisation.
+
+Lin et al., "Sleep-time Compute: Beyond Inference Scaling at Test-time", arXiv:2504.13171 (2025), §4-§5: the
+accuracy against test-time tokens per query with and without sleep-time compute (their Figures 3-4), the
+test-time tokens saved at equal accuracy (≈5x on Stateful GSM-Symbolic), and the cost per query as more
+queries share one context (their Figure 7: sleep tokens amortised over the queries).
+
+Input: a sweep's `sleep_time` cells, per sleep budget s (s = 0 is the baseline: the raw context) a grid of
+test-time budgets × seeds over the same problems (the largest budget runs; the smaller ones are read from its
+stored pool). The saving is paired: a bootstrap over problems resamples the same problems, every seed of each,
+on both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ttscale.bootstrap import percentile_interval, resample_indices
+
+Records = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One sleep budget's runs: per problem (rows, ids in order), seed and test-time budget, right and tokens."""
+
+    ids: tuple[str, ...]
+    budgets: tuple[int, ...]
+    """Test-time budgets (tokens per query), ascending."""
+    correct: np.ndarray
+    """(problems, seeds, budgets): 1 where the run's answer was right."""
+    tokens: np.ndarray
+    """(problems, seeds, budgets): test-time tokens the query generated."""
+    sleep_tokens: np.ndarray
+    """(problems, seeds): the sleep tokens of the problem's context (spent once per context, not per query)."""
+    context_ids: tuple[str, ...]
+
+
+def grid(cells: Mapping[int, Sequence[Records]]) -> Grid:
+    """The grid of one sleep budget from its cells: test-time budget → the records of each seed's run (a sweep's
+    cells: the largest budget's pool run, the smaller ones derived from it), the same problems in each."""
+    if not cells or any(not runs for runs in cells.values()):
+        raise ValueError("a grid needs at least one budget with at least one run")
+    budgets = tuple(sorted(cells))
+    seeds = {len(runs) for runs in cells.values()}
+    if len(seeds) != 1:
+        raise ValueError(f"every budget needs the same number of seeds, got {sorted(seeds)}")
+    by_id = {b: [{str(r["id"]): r for r in run} for run in cells[b]] for b in budgets}
+    ids = tuple(sorted(set.intersection(*(set(m) for runs in by_id.values() for m in runs))))
+    if not ids:
+        raise ValueError("the runs share no problem")
+    shape = (len(ids), seeds.pop(), len(budgets))
+    correct, tokens, sleep = np.zeros(shape), np.zeros(shape), np.zeros(shape[:2])
+    for c, b in enumerate(budgets):
+        for j, run in enumerate(by_id[b]):
+            for i, pid in enumerate(ids):
+                record = run[pid]
+                correct[i, j, c] = float(bool(record.get("correct")))
+                tokens[i, j, c] = float((record.get("ledger") or {}).get("generated_tokens", 0))
+                sleep[i, j] = float((record.get("info") or {}).get("sleep_tokens", 0))
+    first = by_id[budgets[-1]][0]
+    contexts = tuple(str((first[pid].get("info") or {}).get("context_id", pid)) for pid in ids)
+    return Grid(ids=ids, budgets=budgets, correct=correct, tokens=tokens, sleep_tokens=sleep, context_ids=contexts)
+
+
+def frontier(g: Grid, rows: np.ndarray | None = None) -> list[tuple[int, float, float]]:
+    """(budget, accuracy, mean test-time tokens per query) per test-time budget, over `rows` (default all
+    problems) and seeds."""
+    rows = np.arange(len(g.ids)) if rows is None else rows
+    acc = g.correct[rows].mean(axis=(0, 1))
+    tok = g.tokens[rows].mean(axis=(0, 1))
+    return [(b, float(a), float(t)) for b, a, t in zip(g.budgets, acc, tok, strict=True)]
+
+
+def tokens_for(curve: Sequence[tuple[int, float, float]], accuracy: float) -> float | None:
+    """Test-time tokens at which `curve` first reaches `accuracy` (linear in log tokens between its points);
+    None when it never does."""
+    points = sorted((t, a) for _, a, t in curve)
+    best_t, best_a = points[0]
+    if best_a >= accuracy:
+        return best_t
+    for t, a in points[1:]:
+        if a >= accuracy:  # the first point at or above: interpolate from the best point below it
+            share = (accuracy - best_a) / (a - best_a)
+            return float(np.exp(np.log(best_t) + share * (np.log(t) - np.log(best_t))))
+        if a > best_a:
+            best_t, best_a = t, a
+    return None
+
+
+def saving(base: Grid, sleep: Grid, rows: np.ndarray | None = None, *, budget: int) -> float | None:
+    """Test-time tokens the baseline needs for the accuracy sleep-time reaches at test-time `budget`, over what
+    sleep-time spends there (> 1: sleep-time saves); None when the baseline never reaches that accuracy within its
+    largest budget."""
+    curve = frontier(sleep, rows)
+    _, accuracy, spent = curve[sleep.budgets.index(budget)]
+    needed = tokens_for(frontier(base, rows), accuracy)
+    return None if needed is None or spent <= 0 else needed / spent
+
+
+@dataclass(frozen=True)
+class Saving:
+    """The saving at equal accuracy with its paired bootstrap interval."""
+
+    budget: int
+    """The sleep-time side's test-time budget the saving is read at."""
+    ratio: float | None
+    interval: tuple[float, float] | None
+    """Percentile interval over the resamples where both sides are defined (None when fewer than half are)."""
+    undefined: float
+    """Share of resamples where the baseline never reached sleep-time's accuracy (the saving is then larger
+    than the baseline's range can show)."""
+
+
+def paired_saving(base: Grid, sleep: Grid, *, budget: int, resamples: int = 2000, seed: int = 0,
+                  confidence: float = 0.95) -> Saving:
+    """`saving` with a bootstrap over problems (the same rows drawn on both sides: the comparison is paired)."""
+    if base.ids != sleep.ids:
+        raise ValueError("the baseline and sleep-time runs must cover the same problems")
+    point = saving(base, sleep, budget=budget)
+    rng = np.random.default_rng(seed)
+    values: list[float | None] = []
+    for chunk in resample_indices(len(base.ids), resamples, rng):
+        values.extend(saving(base, sleep, rows, budget=budget) for rows in chunk)
+    defined = [v for v in values if v is not None]
+    interval = percentile_interval(defined, confidence=confidence) if len(defined) >= resamples / 2 else None
+    return Saving(budget=budget, ratio=point, interval=interval, undefined=1 - len(defined) / resamples)
+
+
+def amortised(g: Grid, *, queries: Sequence[int], budget: int) -> list[tuple[int, float, float, float]]:
+    """(q, accuracy, test tokens per query, total tokens per query) at test-time `budget` when only the first q
+    queries of each context are asked: the context's sleep tokens are paid once and shared by its q queries."""
+    index = g.budgets.index(budget)
+    order: dict[str, list[int]] = {}
+    for row, cid in enumerate(g.context_ids):
+        order.setdefault(cid, []).append(row)
+    out = []
+    for q in queries:
+        rows = [r for members in order.values() for r in members[:q]]
+        if not rows:
+            continue
+        asked = {cid: min(q, len(members)) for cid, members in order.items()}
+        sleep_total = sum(g.sleep_tokens[members[0]].mean() for members in order.values())
+        test = float(g.tokens[rows, :, index].mean())
+        per_query = test + sleep_total / sum(asked.values())
+        out.append((q, float(g.correct[rows, :, index].mean()), test, float(per_query)))
+    return out
