@@ -27,7 +27,7 @@ from provenance import provenance, provenance_line
 
 import ttscale
 from ttscale.api import read_records
-from ttscale.scaling.sleeptime import Grid, amortised, frontier, grid, paired_saving
+from ttscale.scaling.sleeptime import Grid, accuracy_difference, amortised, frontier, grid, paired_saving
 from ttscale.sweeps import cell_dir, load_spec
 
 
@@ -87,17 +87,20 @@ def main(argv: list[str] | None = None) -> int:
         out["frontier"][s] = [{"budget": b, "accuracy": a, "test_tokens": t} for b, a, t in curve]
         print(f"| {s} | " + " | ".join(f"{100 * a:.1f}% ({t:.0f})" for _, a, t in curve) + " |")
     low = base.budgets[0]
-    print(f"\nTest-time tokens saved at equal accuracy (baseline tokens for sleep-time's accuracy at budget {low}, "
-          "over sleep-time's tokens there; paired bootstrap over queries, 95%):")
+    print("\nPer sleep budget and test-time budget b: sleep-time − baseline accuracy at b, and the test-time tokens "
+          "saved at equal accuracy (the baseline's tokens for the accuracy sleep-time reaches at b, over sleep-time's "
+          "tokens there); paired bootstrap over queries, 95%:")
     for s, g in by_sleep.items():
         if s == 0:
             continue
-        saved = paired_saving(base, g, budget=low)
-        out["saving"][s] = {"budget": low, "ratio": saved.ratio, "interval": saved.interval,
-                            "undefined": saved.undefined}
-        ratio = "baseline never reaches it" if saved.ratio is None else f"{saved.ratio:.2f}x"
-        ci = f"[{saved.interval[0]:.2f}, {saved.interval[1]:.2f}]" if saved.interval else "no interval"
-        print(f"- sleep {s}: {ratio} {ci} ({100 * saved.undefined:.0f}% of resamples: baseline never reaches it)")
+        for b in g.budgets:
+            saved = paired_saving(base, g, budget=b)
+            out["saving"].setdefault(s, {})[b] = {"ratio": saved.ratio, "interval": saved.interval,
+                                                   "above": saved.above, "below": saved.below}
+            delta, (low_d, high_d) = accuracy_difference(base, g, budget=b)
+            out["saving"][s][b].update(accuracy_difference=delta, accuracy_interval=(low_d, high_d))
+            print(f"- sleep {s}, budget {b}: Δ accuracy {100 * delta:+.1f} pts [{100 * low_d:+.1f}, "
+                  f"{100 * high_d:+.1f}]; saving {saved.text()}")
     print(f"\nAmortisation at test-time budget {low}: q queries per context share its sleep tokens")
     print("| sleep tokens | q | accuracy | test tokens/query | total tokens/query |")
     print("|---|---|---|---|---|")

@@ -3,10 +3,12 @@ where sleep-time compute helps, none where it does not, and the amortised cost p
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from ttscale.scaling.sleeptime import amortised, frontier, grid, paired_saving, tokens_for
+from ttscale.scaling.sleeptime import accuracy_difference, amortised, frontier, grid, paired_saving, tokens_for
 
 BUDGETS = (50, 100, 200, 400)
 
@@ -40,23 +42,43 @@ def test_a_saving_where_sleep_time_reaches_the_baselines_top_accuracy_at_its_sma
 
 def test_no_saving_where_the_notes_change_nothing() -> None:
     base, same = grid(_runs(BASE, SPENT)), grid(_runs(BASE, SPENT, sleep=100))
-    result = paired_saving(base, same, budget=50, resamples=400)
+    result = paired_saving(base, same, budget=100, resamples=400)
     assert result.ratio == pytest.approx(1.0)
     assert result.interval is not None and result.interval[0] <= 1.0 <= result.interval[1]  # "not reproduced"
+    delta, (low, high) = accuracy_difference(base, same, budget=100, resamples=400)
+    assert delta == 0 and low == high == 0
+
+
+def test_the_accuracy_difference_is_paired_by_problem() -> None:
+    base = grid(_runs(BASE, SPENT))
+    better = grid(_runs({b: a + 0.2 for b, a in BASE.items()}, SPENT, sleep=100))
+    delta, (low, high) = accuracy_difference(base, better, budget=50, resamples=400)
+    # The same uniform draws on both sides: a query right at 20% is right at 40% too, so every pair moves one way.
+    assert delta == pytest.approx(float((better.correct - base.correct)[:, :, 0].mean())) and 0 < low <= delta <= high
 
 
 def test_a_saving_past_the_baselines_range_is_undefined_not_invented() -> None:
     base = grid(_runs(BASE, SPENT))
     better = grid(_runs({b: 0.95 for b in BUDGETS}, SPENT, sleep=100))
     result = paired_saving(base, better, budget=50, resamples=200)
-    assert result.ratio is None and result.interval is None and result.undefined > 0.9
+    assert math.isinf(result.ratio) and result.interval is None and result.above > 0.9
+
+
+def test_fewer_tokens_at_lower_accuracy_is_no_saving() -> None:
+    # Sleep-time spends half the tokens but is less accurate than the baseline's cheapest point: how few tokens
+    # the baseline would need for that accuracy was never measured, so no saving is read (not 2x).
+    base = grid(_runs(BASE, SPENT))
+    worse = grid(_runs({b: 0.1 for b in BUDGETS}, {b: t / 2 for b, t in SPENT.items()}, sleep=100))
+    result = paired_saving(base, worse, budget=50, resamples=200)
+    assert math.isnan(result.ratio) and result.interval is None and result.below > 0.9
+    assert "not measurable" in result.text()
 
 
 def test_tokens_for_interpolates_in_log_tokens() -> None:
     curve = [(50, 0.2, 40.0), (100, 0.4, 160.0)]
-    assert tokens_for(curve, 0.1) == 40.0
+    assert math.isnan(tokens_for(curve, 0.1))  # the curve is there at its first point already: only a bound
     assert tokens_for(curve, 0.3) == pytest.approx(80.0)  # halfway in log between 40 and 160
-    assert tokens_for(curve, 0.5) is None
+    assert math.isinf(tokens_for(curve, 0.5))
 
 
 def test_frontier_and_amortisation_by_hand() -> None:

@@ -13,6 +13,7 @@ on both sides.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,30 +77,34 @@ def frontier(g: Grid, rows: np.ndarray | None = None) -> list[tuple[int, float, 
     return [(b, float(a), float(t)) for b, a, t in zip(g.budgets, acc, tok, strict=True)]
 
 
-def tokens_for(curve: Sequence[tuple[int, float, float]], accuracy: float) -> float | None:
-    """Test-time tokens at which `curve` first reaches `accuracy` (linear in log tokens between its points);
-    None when it never does."""
+def tokens_for(curve: Sequence[tuple[int, float, float]], accuracy: float) -> float:
+    """Test-time tokens at which `curve` first reaches `accuracy`, linear in log tokens between its points: the
+    curve's first point when that is already at least as accurate only bounds it from above, so it is NaN (below
+    the curve's range); +inf when the curve never reaches it (above its range)."""
     points = sorted((t, a) for _, a, t in curve)
     best_t, best_a = points[0]
     if best_a >= accuracy:
-        return best_t
+        return math.nan
     for t, a in points[1:]:
         if a >= accuracy:  # the first point at or above: interpolate from the best point below it
             share = (accuracy - best_a) / (a - best_a)
+            if share == 1:
+                return t  # exactly there: no round trip through logarithms
             return float(np.exp(np.log(best_t) + share * (np.log(t) - np.log(best_t))))
         if a > best_a:
             best_t, best_a = t, a
-    return None
+    return math.inf
 
 
-def saving(base: Grid, sleep: Grid, rows: np.ndarray | None = None, *, budget: int) -> float | None:
+def saving(base: Grid, sleep: Grid, rows: np.ndarray | None = None, *, budget: int) -> float:
     """Test-time tokens the baseline needs for the accuracy sleep-time reaches at test-time `budget`, over what
-    sleep-time spends there (> 1: sleep-time saves); None when the baseline never reaches that accuracy within its
-    largest budget."""
-    curve = frontier(sleep, rows)
-    _, accuracy, spent = curve[sleep.budgets.index(budget)]
-    needed = tokens_for(frontier(base, rows), accuracy)
-    return None if needed is None or spent <= 0 else needed / spent
+    sleep-time spends there (> 1: sleep-time saves). +inf when the baseline never reaches that accuracy within its
+    largest budget; NaN when the baseline is that accurate already at its smallest budget (how few tokens it would
+    need is not measured), or when sleep-time is right on no query there (0% is no accuracy to match)."""
+    _, accuracy, spent = frontier(sleep, rows)[sleep.budgets.index(budget)]
+    if accuracy <= 0 or spent <= 0:
+        return math.nan
+    return tokens_for(frontier(base, rows), accuracy) / spent
 
 
 @dataclass(frozen=True)
@@ -108,12 +113,23 @@ class Saving:
 
     budget: int
     """The sleep-time side's test-time budget the saving is read at."""
-    ratio: float | None
+    ratio: float
+    """`saving` on all queries (+inf or NaN as it says)."""
     interval: tuple[float, float] | None
-    """Percentile interval over the resamples where both sides are defined (None when fewer than half are)."""
-    undefined: float
-    """Share of resamples where the baseline never reached sleep-time's accuracy (the saving is then larger
-    than the baseline's range can show)."""
+    """Percentile interval over the resamples where the saving is a number (None when fewer than half are)."""
+    above: float
+    """Share of resamples where the baseline never reached sleep-time's accuracy (a saving larger than the
+    baseline's budgets can show)."""
+    below: float
+    """Share of resamples where the baseline was that accurate already at its smallest budget, or sleep-time
+    right on no query (no saving can be read)."""
+
+    def text(self) -> str:
+        ratio = ("baseline never reaches it" if math.isinf(self.ratio) else "not measurable" if math.isnan(self.ratio)
+                 else f"{self.ratio:.2f}x")
+        ci = f"[{self.interval[0]:.2f}, {self.interval[1]:.2f}]" if self.interval else "no interval"
+        return (f"{ratio} {ci} (resamples: {100 * self.above:.0f}% baseline never reaches it, "
+                f"{100 * self.below:.0f}% not measurable)")
 
 
 def paired_saving(base: Grid, sleep: Grid, *, budget: int, resamples: int = 2000, seed: int = 0,
@@ -121,14 +137,27 @@ def paired_saving(base: Grid, sleep: Grid, *, budget: int, resamples: int = 2000
     """`saving` with a bootstrap over problems (the same rows drawn on both sides: the comparison is paired)."""
     if base.ids != sleep.ids:
         raise ValueError("the baseline and sleep-time runs must cover the same problems")
-    point = saving(base, sleep, budget=budget)
     rng = np.random.default_rng(seed)
-    values: list[float | None] = []
+    values: list[float] = []
     for chunk in resample_indices(len(base.ids), resamples, rng):
         values.extend(saving(base, sleep, rows, budget=budget) for rows in chunk)
-    defined = [v for v in values if v is not None]
-    interval = percentile_interval(defined, confidence=confidence) if len(defined) >= resamples / 2 else None
-    return Saving(budget=budget, ratio=point, interval=interval, undefined=1 - len(defined) / resamples)
+    finite = [v for v in values if math.isfinite(v)]
+    interval = percentile_interval(finite, confidence=confidence) if len(finite) >= resamples / 2 else None
+    return Saving(budget=budget, ratio=saving(base, sleep, budget=budget), interval=interval,
+                  above=sum(math.isinf(v) for v in values) / resamples,
+                  below=sum(math.isnan(v) for v in values) / resamples)
+
+
+def accuracy_difference(base: Grid, sleep: Grid, *, budget: int, resamples: int = 2000, seed: int = 0,
+                        confidence: float = 0.95) -> tuple[float, tuple[float, float]]:
+    """Sleep-time − baseline accuracy at the same test-time budget, with a paired bootstrap interval over problems
+    (every seed of a problem drawn together)."""
+    if base.ids != sleep.ids or budget not in base.budgets or budget not in sleep.budgets:
+        raise ValueError("the baseline and sleep-time runs must cover the same problems and the budget")
+    diff = (sleep.correct[:, :, sleep.budgets.index(budget)] - base.correct[:, :, base.budgets.index(budget)]).mean(1)
+    rng = np.random.default_rng(seed)
+    draws = np.concatenate([diff[chunk].mean(axis=1) for chunk in resample_indices(len(diff), resamples, rng)])
+    return float(diff.mean()), percentile_interval(draws, confidence=confidence)
 
 
 def amortised(g: Grid, *, queries: Sequence[int], budget: int) -> list[tuple[int, float, float, float]]:
