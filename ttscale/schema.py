@@ -7,6 +7,7 @@ process boundaries, be written as JSON lines, and be read back without unpicklin
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,8 +46,18 @@ class SamplingParams:
     """Strings that end a sample; the stop string itself is not included in the text."""
     logprobs: int | None = None
     """Return the log-probability of each sampled token and this many top alternatives (0 = only the sampled one)."""
+    # Not in the repr: a request's seed hashes its repr (ProblemEngine), and every stored run's seeds stay as they were.
+    regex: str | None = field(default=None, repr=False)
+    """Constrain every sample to match this regular expression whole (vLLM's structured outputs: a reply in a
+    given JSON shape, with no room for the runs of blank lines a small model fills a free JSON schema with).
+    None = free text."""
 
     def __post_init__(self) -> None:
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except (TypeError, re.error) as exc:
+                raise ValueError(f"regex must be a regular expression, got {self.regex!r:.80} ({exc})") from None
         if not isinstance(self.n, int) or self.n < 1:
             raise ValueError(f"n must be ≥ 1, got {self.n!r}")
         if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)) or (

@@ -137,3 +137,26 @@ def test_arbitrary_replies_never_raise(replies: list[str]) -> None:
     assert SPACE.feasible(proposal.allocation)
     assert SPACE.key(proposal.allocation) not in {SPACE.key(t.allocation) for t in past}
     assert proposal.fallback == (proposal.invalid == 3)
+
+
+@given(reasoning=st.text(alphabet=st.characters(blacklist_characters='"\\', blacklist_categories=("Cs", "Cc")),
+                         max_size=300),
+       pick=st.integers(0, 10_000))
+def test_every_reply_the_engine_can_be_constrained_to_reads_back(reasoning: str, pick: int) -> None:
+    """`reply_regex` (what the engine constrains the agent to) admits exactly compact replies of `json_schema`'s
+    shape: each reads back with its allocation, which is then checked against the budget like any other."""
+    import re
+
+    from ttscale.allocsearch.agent import parse_reply, reply_regex
+
+    shape = reply_regex(SPACE)
+    combos = [{"S": s, "V": v} for s in SPACE.dimensions[0].values for v in SPACE.dimensions[1].values]
+    allocation = combos[pick % len(combos)]
+    text = json.dumps({"reasoning": reasoning, "allocation": allocation}, separators=(",", ":"), ensure_ascii=False)
+    assert re.fullmatch(shape, text)
+    if SPACE.feasible(allocation):
+        assert parse_reply(text, SPACE) == (allocation, reasoning)
+    assert not re.fullmatch(shape, text.replace('"allocation":{', '"allocation": {'))  # no free whitespace
+    assert not re.fullmatch(shape, text.replace('"S":', '"T":'))
+    raw = '{"reasoning":"a\ttab","allocation":{"S":1,"V":0}}'  # a raw control character, as a model may write
+    assert re.fullmatch(shape, raw) and parse_reply(raw, SPACE) == ({"S": 1, "V": 0}, "a\ttab")

@@ -124,6 +124,20 @@ def test_samples_with_token_ids_logprobs_and_cached_prompt_tokens(vllm_server: s
     assert second.cached_prompt_tokens >= (len(ids) // 32 - 1) * 32 > 0
 
 
+SHAPE = r'\{"n":(?:1|2|4),"verifications":(?:1|8)\}'
+
+
+def test_a_regex_constrains_every_served_sample(vllm_server: str) -> None:
+    async def use(engine: OpenAIEngine) -> Any:
+        ids = engine.chat_prompt([{"role": "user", "content": "Write a poem about the sea."}])
+        return await engine.generate(ids, SamplingParams(n=3, max_tokens=40, temperature=1.0, regex=SHAPE), seed=5)
+
+    generation = engine_run(config(vllm_server), use)
+    for c in generation.completions:  # asked for a poem, it can only write the constrained object
+        value = json.loads(c.text)
+        assert value["n"] in (1, 2, 4) and value["verifications"] in (1, 8) and set(value) == {"n", "verifications"}
+
+
 def test_describe_and_limits_come_from_the_server_never_the_key(
     vllm_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,7 @@ structured-output option.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,18 +43,33 @@ INSTRUCTION = (
 )
 
 
+REASONING_CHARS = 300
+"""The longest reasoning a constrained reply may write (about 75 tokens), so it always reaches its allocation."""
+
+
 def json_schema(space: Space) -> dict[str, Any]:
     """The JSON schema of a reply: a reasoning string and an allocation with one allowed value per dimension
     (an `enum` each). Budget and repeats are not expressible in it: replies are still checked."""
     allocation = {"type": "object", "additionalProperties": False, "required": list(space.names),
                   "properties": {d.name: {"enum": list(d.values)} for d in space.dimensions}}
+    # The reasoning is bounded, so a reply of a few hundred tokens always gets to its allocation and closes.
     return {"type": "object", "additionalProperties": False, "required": ["reasoning", "allocation"],
-            "properties": {"reasoning": {"type": "string"}, "allocation": allocation}}
+            "properties": {"reasoning": {"type": "string", "maxLength": REASONING_CHARS}, "allocation": allocation}}
+
+
+def reply_regex(space: Space) -> str:
+    """A regular expression of exactly the replies `json_schema` allows, written compactly (no free whitespace):
+    what the engine constrains the agent's generation to (`SamplingParams.regex`). Budget and repeats are not in
+    it: replies are still checked."""
+    values = ",".join(f'"{re.escape(d.name)}":(?:' + "|".join(re.escape(json.dumps(v)) for v in d.values) + ")"
+                      for d in space.dimensions)
+    reasoning = r'"[^"\\\n\r]{0,' + str(REASONING_CHARS) + '}"'  # any text but quotes, backslashes, line breaks
+    return r'\{"reasoning":' + reasoning + r',"allocation":\{' + values + r'\}\}'
 
 
 def first_json_object(text: str) -> dict[str, Any] | None:
     """The first balanced JSON object in `text` (from the first `{` that starts a valid one), or None."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a raw tab or control character in a model's string is kept
     start = text.find("{")
     for _ in range(MAX_STARTS):
         if start < 0:
@@ -173,4 +189,5 @@ class AgentProposer:
                         reasoning=f"random fallback after {len(errors)} rejected replies (last: {errors[-1]})")
 
 
-__all__ = ["AgentProposer", "Generate", "build_prompt", "first_json_object", "json_schema", "parse_reply"]
+__all__ = ["AgentProposer", "Generate", "build_prompt", "first_json_object", "json_schema", "parse_reply",
+           "reply_regex"]

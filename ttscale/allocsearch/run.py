@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ttscale.allocsearch.agent import AgentProposer
+from ttscale.allocsearch.agent import AgentProposer, reply_regex
 from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
@@ -89,11 +89,12 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
     evaluate = SweepEvaluator(study, root=out / "sweep", task=task, limit=limit, seed=seed, engine_for=engine_for,
                               engine_config=engine_config, task_options=task_options)
     spent = [0]
+    shape = reply_regex(study.space)
     makers: dict[str, Callable[[int], Proposer]] = {
         "grid": lambda s: GridProposer(),
         "random": lambda s: RandomProposer(seed=s),
         "bayesian": lambda s: BayesianProposer(seed=s),
-        "agent": lambda s: AgentProposer(generate=_agent(engine, spent, agent_tokens), seed=s),
+        "agent": lambda s: AgentProposer(generate=_agent(engine, spent, agent_tokens, shape), seed=s),
     }
     table = await compare_proposers(space=study.space, evaluate=evaluate, seeds=seeds, trials=trials,
                                     proposers={n: makers[n] for n in names}, log_dir=out / "searches")
@@ -151,15 +152,17 @@ def allocate(
     return drive(engine, work)
 
 
-def _agent(engine: Any, spent: list[int], max_tokens: int) -> Callable[[str], Any]:
-    """The agent's `generate`: one chat turn on `engine`, seeded by the prompt (the same history, the same reply)."""
+def _agent(engine: Any, spent: list[int], max_tokens: int, shape: str) -> Callable[[str], Any]:
+    """The agent's `generate`: one chat turn on `engine`, seeded by the prompt (the same history, the same reply),
+    constrained to the reply's JSON shape (`reply_regex`: an allowed value per dimension; budget and repeats are
+    still checked when the reply is read)."""
     from ttscale.schema import SamplingParams
 
     async def generate(prompt: str) -> str:
         ids = engine.chat_prompt([{"role": "user", "content": prompt}])
         seed = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=4).digest(), "big") % 2**31
-        generation = await engine.generate(ids, SamplingParams(n=1, temperature=0.7, max_tokens=max_tokens),
-                                           seed=seed)
+        asked = SamplingParams(n=1, temperature=0.7, max_tokens=max_tokens, regex=shape)
+        generation = await engine.generate(ids, asked, seed=seed)
         spent[0] += sum(c.num_tokens for c in generation.completions)
         return generation.completions[0].text if generation.completions else ""
 

@@ -143,6 +143,8 @@ class OpenAIEngine(HFTokenizerMixin):
             body["logprobs"] = params.logprobs
         if seed is not None:
             body["seed"] = seed
+        if params.regex is not None:  # vLLM's server (≥ 0.11) constrains a completion by this extra field
+            body["structured_outputs"] = {"regex": params.regex}
 
         def parse(data: Any) -> Generation:
             choices = _choices(data, params.n)  # no answer at all: retried

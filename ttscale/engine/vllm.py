@@ -312,6 +312,15 @@ def _confidences(positions: Sequence[Any]) -> tuple[float, ...]:
     return tuple(token_confidence(lp.logprob for lp in pos.values()) for pos in positions)
 
 
+def _structured(params: SamplingParams) -> dict[str, Any]:
+    """vLLM's structured outputs for a request constrained to a regular expression (xgrammar on CPU and GPU)."""
+    if params.regex is None:
+        return {}
+    from vllm.sampling_params import StructuredOutputsParams
+
+    return {"structured_outputs": StructuredOutputsParams(regex=params.regex)}
+
+
 def _request(prompt: Prompt, params: SamplingParams, *, seed: int | None, stream: bool) -> tuple[Any, Any]:
     """vLLM's prompt and sampling parameters for one request (`stream`: each step's new tokens as they come)."""
     from vllm import SamplingParams as VllmParams
@@ -328,6 +337,7 @@ def _request(prompt: Prompt, params: SamplingParams, *, seed: int | None, stream
         seed=seed,
         # DELTA: O(1) per step, not O(length) as the whole text so far would be.
         output_kind=RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY,
+        **_structured(params),
     )
     request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
     return request, vllm_params
