@@ -1,6 +1,7 @@
 """Sleep-time compute (strategies/sleep_time.py) on the SIMULATOR: the stage runs once per context, its tokens
 are metered apart from the queries', budgets hold, a resumed run reuses the stored stage, a sweep derives the
-smaller test-time budgets from the pool. The kill -9 test runs the CLI against a loopback stub server."""
+smaller test-time budgets from the pool. kill -9 and resume of a sleep-time run from the CLI:
+tests/distributed/test_crash_resume.py."""
 
 from __future__ import annotations
 
@@ -132,64 +133,3 @@ def test_a_sweep_reads_smaller_test_budgets_from_each_sleep_budgets_pool(tmp_pat
             assert r["ledger"]["generated_tokens"] <= r["ledger"]["budget"]
             assert "context_id" in r["info"] and "sleep_tokens" in r["info"]
 
-
-def test_kill_9_and_resume_never_compute_a_stored_stage_again(tmp_path: Path) -> None:
-    """The CLI killed (SIGKILL) while contexts are being thought about, then resumed: every context's stage is
-    stored once, and a stage that was stored is never asked for again."""
-    import os
-    import random
-    import signal
-    import subprocess
-    import sys
-    import threading
-    import time
-
-    from tests.hostile.stub_server import Reply, StubServer, completion, model_list
-
-    asked: Counter[tuple[int, ...]] = Counter()
-    lock = threading.Lock()
-
-    def stub(method: str, path: str, body: Any) -> Reply | None:
-        if path.endswith("/models"):
-            return model_list()
-        n = int(body["n"])
-        if body["max_tokens"] == 9:  # a sleep-time request
-            with lock:
-                asked[tuple(body["prompt"])] += 1
-            time.sleep(0.15)  # the kill lands among these
-            return completion(["Ann has 3 apples."], token_ids=[[5] * 9], prompt_tokens=len(body["prompt"]))
-        time.sleep(0.02)
-        return completion(["The answer is 7."] * n, token_ids=[[1, 2, 3, 4, 5]] * n, prompt_tokens=len(body["prompt"]))
-
-    out = tmp_path / "run"
-    stages = out / "stages.jsonl"
-    with StubServer(stub) as server:
-        base = [sys.executable, "-m", "ttscale.cli", "run", "--backend", "openai", "--base-url", server.url,
-                "--model", "smol", "--tokenizer", "embedded", "--no-progress", "--json"]
-        fresh = ["--strategy", "sleep_time", "--budget", "10", "--param", "sleep_tokens=9", "--param", "n=2",
-                 "--param", "max_tokens=5", "--task", "arithmetic_stateful:1", "--task-option", "queries=3",
-                 "--task-option", "per_level=8", "--concurrency", "4", "--out", str(out)]
-        proc = subprocess.Popen(base + fresh, start_new_session=True, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline and (
-                not stages.exists() or len(stages.read_text().splitlines()) < 2):
-            time.sleep(0.01)
-        time.sleep(random.Random(3).uniform(0, 0.1))
-        assert proc.poll() is None, proc.stderr.read()[-1500:]  # type: ignore[union-attr]
-        os.killpg(proc.pid, signal.SIGKILL)  # among the stages: some stored, some in flight, some not asked yet
-        proc.wait()
-        proc.stderr.close()  # type: ignore[union-attr]
-        kept = [json.loads(line)["key"] for line in stages.read_text().splitlines() if line.endswith("}")]
-        asked_before = sum(asked.values())
-        done = subprocess.run([*base, "--resume", str(out)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert 2 <= len(kept) < 8, kept  # the kills landed among the contexts
-    rows = [json.loads(line) for line in stages.read_text().splitlines()]
-    assert len(rows) == len({r["key"] for r in rows}) == 8  # each context stored once
-    # The final resume asked only for the stages not yet stored; each context's stage was asked at most once
-    # more than stored (a stage in flight when the process died is asked again: nothing of it was kept).
-    assert sum(asked.values()) - asked_before == 8 - len(kept)
-    assert len(asked) == 8 and max(asked.values()) <= 2
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert len({r["id"] for r in records}) == 24 and all(r["info"]["sleep_tokens"] == 9 for r in records)
