@@ -6,6 +6,7 @@ FIFO waits for a peer, and neither Ctrl-C nor SIGTERM ends that wait.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -84,3 +85,59 @@ def temporary_file(folder: Path, prefix: str) -> tuple[int, str]:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), name
         except FileExistsError:
             continue
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all (a fsynced temporary file renamed onto it): a reader sees the old file or the
+    new one, never half of one. Raises StorageError naming the file."""
+    tmp: str | None = None
+    try:
+        fd, tmp = temporary_file(path.parent, f".{path.name}.")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise storage_error(exc, path, "write") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def whole_lines(path: Path) -> list[bytes]:
+    """The newline-ended lines of `path` ([] when it is absent); a torn last line (a kill mid-write) is left out."""
+    try:
+        fd, _ = open_regular(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise storage_error(exc, path, "read") from None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+    return data[: data.rfind(b"\n") + 1].splitlines()
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one line (its newline added) and make it durable before returning. A torn last line is cut first, or
+    this one would glue onto it; a failed write is cut back to the last whole line. Raises StorageError."""
+    try:
+        fd, _ = open_regular(path, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        raise storage_error(exc, path, "open") from None
+    with os.fdopen(fd, "r+b") as handle:
+        data = handle.read()
+        size = data.rfind(b"\n") + 1
+        try:
+            if size != len(data):
+                handle.truncate(size)
+            handle.seek(size)
+            handle.write(line + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # part of the line may be there: back to the last whole one
+                handle.truncate(size)
+            raise storage_error(exc, path, "append to") from None

@@ -15,13 +15,13 @@ computed by each (both results are recorded; the ledgers count both).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ttscale.runfiles import append_line, whole_lines
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,6 @@ class StageStore:
     path: Path | None = None
     _done: dict[str, StageResult] = field(default_factory=dict)
     _running: dict[str, asyncio.Future[StageResult]] = field(default_factory=dict)
-    _good: int = 0
-    """Bytes of whole lines in the file: a torn last line (a kill mid-write) is cut before the next append."""
 
     def __post_init__(self) -> None:
         if self.path is not None:
@@ -83,38 +81,17 @@ class StageStore:
         return list(self._done.values())
 
     def _load(self, path: Path) -> None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return
-        offset = 0
-        for line in data.splitlines(keepends=True):
-            if not line.endswith(b"\n"):
-                break  # torn: its stage is computed again
+        for line in whole_lines(path):  # a torn last line (a kill mid-write): its stage is computed again
             try:
                 row = json.loads(line)
                 result = StageResult(key=str(row["key"]), value=dict(row["value"]), ledger=dict(row["ledger"]))
             except (ValueError, KeyError, TypeError):
-                break  # a line we cannot read ends what we trust; the rest is computed again
+                continue  # a line we cannot read is no stage: computed again, and the line left as it is
             self._done.setdefault(result.key, result)
-            offset += len(line)
-        self._good = offset
 
     def _append(self, result: StageResult) -> None:
         if self.path is None:
             return
-        line = json.dumps({"key": result.key, "value": result.value, "ledger": result.ledger},
-                          sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            if os.fstat(fd).st_size > self._good:  # what a killed write left: cut, or this line would glue onto it
-                os.ftruncate(fd, self._good)
-            os.write(fd, line)
-            os.fsync(fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, self._good)
-            raise
-        finally:
-            os.close(fd)
-        self._good += len(line)
+        line = json.dumps({"key": result.key, "value": result.value, "ledger": result.ledger}, sort_keys=True,
+                          ensure_ascii=False)
+        append_line(self.path, line.encode("utf-8", "surrogatepass"))

@@ -35,7 +35,7 @@ from ttscale.runfiles import (
     irregular,
     open_regular,
     storage_error,
-    temporary_file,
+    write_atomic,
 )
 
 CONFIG = "config.json"
@@ -162,24 +162,10 @@ class RunDir:
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write atomically: a reader sees the old file or the new one, never half of one."""
         text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-        tmp = None
-        try:
-            fd, tmp = temporary_file(self.path, f".{name}.")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(_utf8(text, data, indent=2, sort_keys=True))
-                handle.flush()
-                os.fsync(handle.fileno())
-            new = not os.path.lexists(self.path / name)
-            os.replace(tmp, self.path / name)
-            tmp = None
-            if new:
-                self._created.add(name)
-        except OSError as exc:
-            raise storage_error(exc, self.path / name, "write") from None
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        new = not os.path.lexists(self.path / name)
+        write_atomic(self.path / name, _utf8(text, data, indent=2, sort_keys=True))
+        if new:
+            self._created.add(name)
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one result line and make it durable before returning."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ttscale import storage
+from ttscale import runfiles, storage
 from ttscale.storage import GroupCommit, RunDir, RunDirError, StorageError
 
 
@@ -184,14 +184,14 @@ def test_write_json_in_a_missing_directory(tmp_path: Path) -> None:
 def test_write_json_writes_through_a_temporary_file_named_after_it(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[str] = []
-    real = storage.temporary_file
+    real = runfiles.temporary_file  # write_json writes through runfiles.write_atomic
 
     def spy(folder: Path, prefix: str) -> tuple[int, str]:
         fd, name = real(folder, prefix)
         made.append(name)
         return fd, name
 
-    monkeypatch.setattr(storage, "temporary_file", spy)
+    monkeypatch.setattr(runfiles, "temporary_file", spy)
     RunDir(tmp_path).write_json("config.json", {})
     assert len(made) == 1 and Path(made[0]).parent == tmp_path
     assert Path(made[0]).name.startswith(".config.json.")  # what check_new takes for a cut-off start

@@ -26,6 +26,7 @@ from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
 from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator
+from ttscale.runfiles import write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
 """Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""
@@ -81,7 +82,7 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
             raise ValueError(f"{str(out)!r} holds another allocation search (it differs in {', '.join(differing)})")
     elif any(out.iterdir()):
         raise ValueError(f"{str(out)!r} is not empty and not an allocation search; use a new or empty directory")
-    stored.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_atomic(stored, (json.dumps(manifest, indent=2) + "\n").encode())
 
     async def engine_for() -> Any:
         return engine
@@ -98,7 +99,7 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
     }
     table = await compare_proposers(space=study.space, evaluate=evaluate, seeds=seeds, trials=trials,
                                     proposers={n: makers[n] for n in names}, log_dir=out / "searches")
-    (out / TABLE).write_text(json.dumps(table.to_dict(), indent=2, default=str) + "\n")
+    write_atomic(out / TABLE, (json.dumps(table.to_dict(), indent=2, default=str) + "\n").encode())
     return AllocationSearch(path=out, table=table, agent_tokens=spent[0])
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.allocsearch.space import Allocation, Space, Value
-from ttscale.runfiles import open_regular, storage_error, temporary_file
+from ttscale.runfiles import append_line, open_regular, storage_error, whole_lines, write_atomic
 
 FORMAT = 1
 """The version of `search.json` and `trials.jsonl`; a log of another version is refused."""
@@ -188,17 +188,8 @@ class TrialLog:
 
     def read(self) -> list[Trial]:
         """The completed trials (newline-ended lines); a torn last line is left out."""
-        try:
-            fd, _ = open_regular(self.lines_path, os.O_RDONLY)
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise storage_error(exc, self.lines_path, "read") from None
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read()
-        whole = data[: data.rfind(b"\n") + 1]
         out: list[Trial] = []
-        for number, line in enumerate(whole.splitlines(), start=1):
+        for number, line in enumerate(whole_lines(self.lines_path), start=1):
             try:
                 trial = Trial.from_dict(json.loads(line.decode("utf-8")))
             except (ValueError, UnicodeDecodeError) as exc:
@@ -212,25 +203,8 @@ class TrialLog:
         """Append one trial and make it durable before returning (a torn last line is cut first)."""
         if not self.header_path.exists():
             raise ValueError(f"{self.path} is not a trial log yet: call open() first")
-        line = json.dumps(trial.to_dict(), sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-        try:
-            fd, _ = open_regular(self.lines_path, os.O_RDWR | os.O_CREAT)
-        except OSError as exc:
-            raise storage_error(exc, self.lines_path, "open") from None
-        with os.fdopen(fd, "r+b") as handle:
-            data = handle.read()
-            size = data.rfind(b"\n") + 1
-            try:
-                if size != len(data):  # a line torn by a kill: cut it, or this line would glue onto it
-                    handle.truncate(size)
-                handle.seek(size)
-                handle.write(line.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            except OSError as exc:
-                with contextlib.suppress(OSError):  # part of the line may be there: back to the last whole one
-                    handle.truncate(size)
-                raise storage_error(exc, self.lines_path, "append to") from None
+        line = json.dumps(trial.to_dict(), sort_keys=True, ensure_ascii=False, allow_nan=False)
+        append_line(self.lines_path, line.encode("utf-8"))
 
     # -- internals --------------------------------------------------------------------------------------------
 
@@ -269,22 +243,8 @@ class TrialLog:
 
     def _write_header(self, header: dict[str, Any]) -> None:
         # Atomic: a reader sees the old header or the new one, never half of one.
-        text = json.dumps(header, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        tmp: str | None = None
-        try:
-            fd, tmp = temporary_file(self.path, f".{HEADER}.")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.header_path)
-            tmp = None
-        except OSError as exc:
-            raise storage_error(exc, self.header_path, "write") from None
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        write_atomic(self.header_path, (json.dumps(header, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+                     .encode("utf-8"))
 
 
 __all__ = ["FORMAT", "Evaluation", "Evaluator", "Trial", "TrialLog", "best_of", "header_of"]

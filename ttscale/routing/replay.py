@@ -297,9 +297,8 @@ def derive_record(
             from ttscale.strategies.sleep_time import SLEEP_INFO
 
             info.update({k: v for k, v in (source.get("info") or {}).items() if k in SLEEP_INFO})
-            for key in ("sleep_tokens_amortised",):
-                if key in src_ledger:
-                    ledger.extra[key] = src_ledger[key]
+            if "sleep_tokens_amortised" in src_ledger:
+                ledger.extra["sleep_tokens_amortised"] = src_ledger["sleep_tokens_amortised"]
             ledger.tally("test_tokens", sum(s.num_tokens for s in sub))
     elif name == "deepconf":
         if p.mode != "offline":
