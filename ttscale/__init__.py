@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ttscale.budget import Budget, Ledger
 from ttscale.registry import Registry
 from ttscale.schema import Answer, Completion, Generation, Problem, RunRecord, Sample, SamplingParams
-
-__version__ = "0.1.0"
+from ttscale.version import __version__
 
 _API = ("run", "sweep", "fit", "report", "Engine", "Run", "Sweep", "read_records")
 _REGISTRIES = {"STRATEGIES": "ttscale.strategies", "TASKS": "ttscale.evals", "VERIFIERS": "ttscale.verifiers"}

@@ -106,7 +106,7 @@ class Comparison:
         return [environments.verdict(p, n) for p, n in itertools.zip_longest(self.pairs, self.environment_notes)]
 
     def to_dict(self) -> dict[str, Any]:
-        from ttscale import __version__
+        from ttscale.version import __version__
 
         o = self.options
         return {

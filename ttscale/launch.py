@@ -129,8 +129,8 @@ async def _serve(
 
 def _engine_failure(exc: BaseException) -> bool:
     """Whether `exc` came from the engine or its libraries rather than from ttscale's own checks or a signal."""
-    from ttscale.cli import UsageError
     from ttscale.distributed import DistributedError
+    from ttscale.errors import UsageError
 
     ours = (ValueError, OSError, UsageError, EngineFatalError, DistributedError, asyncio.CancelledError)
     return isinstance(exc, Exception) and not isinstance(exc, ours)

@@ -24,7 +24,7 @@ def write_config(
 ) -> None:
     """Write config.json. Called before the engine starts (engine None), so a run killed while its
     engine starts can already be resumed; `record_engine` adds the engine's description once it runs."""
-    from ttscale import __version__
+    from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
     if prepared.spec.server is not None:  # never a user:password or a credential-like query value from the URL

@@ -240,9 +240,9 @@ def _canonical_budget(text: str) -> str:
 
 def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None) -> None:
     """Start a new sweep directory; refuses one that already holds a sweep."""
-    from ttscale import __version__
     from ttscale.routing.holdout import holdout_cells
     from ttscale.run_config import redact_argv
+    from ttscale.version import __version__
 
     path = Path(root)
     if (path / SWEEP).exists():

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from ttscale.errors import Stopped, UsageError
 from ttscale.messages import one_line
 
 #: subcommand → "module:function" that adds its parser (imported lazily, so `--help` stays fast).
@@ -35,16 +36,6 @@ EXIT_USAGE = 2
 _USER_FIXABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR})
 
 
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
-
-
-class Stopped(Exception):
-    """The run was stopped by a signal after saving what it finished: one line, the signal's exit code."""
-
-    def __init__(self, message: str, *, code: int) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from ttscale import __version__
+    from ttscale.version import __version__
 
     return __version__
 

@@ -8,7 +8,6 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ttscale.cli import UsageError
 from ttscale.cli.config import (
     ENGINE_FLAGS,
     ENGINE_SWITCHES,
@@ -18,6 +17,7 @@ from ttscale.cli.config import (
     task_options,
 )
 from ttscale.comparison import COMPARE, GROUPS, compare
+from ttscale.errors import UsageError
 
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
 _RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", "task_option",

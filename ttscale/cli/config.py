@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ttscale.cli import UsageError
+from ttscale.errors import UsageError
 
 _CONFIG_MAX_BYTES = 1 << 20
 #: Flags a config file may not set: where the run continues and which file to read are command-line matters.

@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from ttscale.cli import UsageError
+from ttscale.errors import UsageError
 from ttscale.quantities import parse_quantity
 
 

@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from ttscale.cli import UsageError
+from ttscale.errors import UsageError
 
 LAWS = ("coverage", "saturation", "kinetics", "genrm")  # as ttscale.scaling.laws (not imported: --help stays fast)
 

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from typing import Any
 
-from ttscale.cli import UsageError
+from ttscale.errors import UsageError
 from ttscale.evals import TASKS
 from ttscale.strategies import STRATEGIES
 from ttscale.verifiers import VERIFIERS

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ttscale.cli import UsageError
+from ttscale.errors import UsageError
 
 FORMATS = ("md", "html")
 

@@ -10,7 +10,6 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from ttscale.cli import Stopped, UsageError
 from ttscale.cli.config import (
     add_backend_flags,
     add_engine_flags,
@@ -23,6 +22,7 @@ from ttscale.cli.config import task_options as options_of
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineConfig, EngineFatalError
 from ttscale.engine.openai import OpenAIConfig
+from ttscale.errors import Stopped, UsageError
 from ttscale.launch import launch
 from ttscale.registry import UnknownNameError
 from ttscale.runner import (

@@ -16,7 +16,6 @@ from typing import Any
 
 from ttscale.api import sweep
 from ttscale.budget import Budget
-from ttscale.cli import UsageError
 from ttscale.cli.config import (
     add_backend_flags,
     add_engine_flags,
@@ -28,6 +27,7 @@ from ttscale.cli.config import (
     vllm_only,
 )
 from ttscale.engine.base import EngineConfig
+from ttscale.errors import UsageError
 from ttscale.routing.holdout import SOURCES, learn_from_sweep
 from ttscale.routing.policy import LearnOptions
 from ttscale.sweeps import SWEEP
