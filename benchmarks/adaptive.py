@@ -38,12 +38,12 @@ from provenance import provenance, provenance_line
 from ttscale.budget import Budget
 from ttscale.engine import EngineConfig, SyncEngine
 from ttscale.routing.allocation import Allocator, with_total_budget
-from ttscale.routing.holdout import difficulty, learn_from_sweep
-from ttscale.routing.outcomes import load_results, outcomes
 from ttscale.routing.policy import LearnOptions, Policy, candidate_key
 from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RunDir
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
+from ttscale.sweeps.holdout import difficulty, learn_from_sweep
+from ttscale.sweeps.outcomes import load_results, outcomes
 
 BOOTSTRAP = 2000
 

@@ -4,7 +4,7 @@ Hooper et al. (ETS, arXiv:2502.13575) report ETS holding ~1.8x fewer KV tokens t
 accuracy unchanged. KV here is the paper's metric (`global_kv_size` of the reference code, summed over selection
 rounds: `ledger.tree.reference_kv_tokens`). Every configuration runs on the same problems under the same run
 seeds (repeat r: run seed r) through `ttscale.compare`, so REBASE and each ETS setting are paired per problem and
-seed; intervals are 95% cluster-bootstrap over problems (`ttscale.paired`).
+seed; intervals are 95% cluster-bootstrap over problems (`ttscale.stats.paired`).
 
 Per width, the arms are REBASE and ETS at λ_s ∈ LAMBDA_S × threshold ∈ THRESHOLDS (λ_c = 1, the reference's),
 plus λ_s = 0 (no semantic term: the threshold is unused) at λ_c ∈ LAMBDA_C — the strongest pruning the ILP

@@ -2,7 +2,7 @@
 and intervals: tested without an engine (tests/test_verdicts.py); the benchmarks only collect records and call them.
 
 Every interval is 95% and over problems: a difference of binary accuracy is Tango's score interval for paired
-proportions (`ttscale.paired.paired_proportions`: a problem's repeats counted through their design effect, so no
+proportions (`ttscale.stats.paired.paired_proportions`: a problem's repeats counted through their design effect, so no
 discordant pair still leaves an interval of several points); any other mean or ratio is a percentile bootstrap
 over problems (each problem's repeats averaged first, so they are resampled together). A rule reads one or more
 intervals and says one of:
@@ -52,13 +52,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ttscale.bootstrap import resample_counts
 from ttscale.evals.metrics import majority_at_k
-from ttscale.proportions import paired_proportions
 from ttscale.scaling import fit_coverage_from_samples
 from ttscale.scaling.coverage import LAW, pass_at_k
 from ttscale.scaling.result import fit_profile_curves
 from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
+from ttscale.stats.bootstrap import resample_counts
+from ttscale.stats.proportions import paired_proportions
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -124,7 +124,7 @@ def ratio_of_means(a: np.ndarray, b: np.ndarray, **kw: int) -> Interval:
 
 def accuracy_difference(a: np.ndarray, b: np.ndarray, *, confidence: float = 0.95) -> Interval:
     """p_a − p_b of binary outcomes (problems × repeats, each repeat r of a paired with repeat r of b): Tango's
-    score interval with the repeats' design effect (`ttscale.paired.paired_proportions`), as `ttscale compare`."""
+    score interval with the repeats' design effect (`ttscale.stats.paired.paired_proportions`), as `ttscale compare`."""
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if xa.shape != xb.shape or xa.ndim != 2:
         raise ValueError(f"a and b must both be (problems × repeats), got {xa.shape} and {xb.shape}")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ttscale.bootstrap import percentile_interval, resample_indices
 from ttscale.evals.subsample import SubsampleOptions, majority_expectation
+from ttscale.stats.bootstrap import percentile_interval, resample_indices
 
 
 def wilson_interval(successes: int, total: int, *, z: float = 1.959963984540054) -> tuple[float, float]:

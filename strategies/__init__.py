@@ -1,8 +1,11 @@
 """Test-time strategies, one per file (installed as `ttscale.strategies`), and their registry.
 
-A strategy is `async def name(problem, ctx, p) -> Answer` with its parameter class attached by
-`@ttscale.params.strategy(Params)`. Built-ins are registered here by path (imported when chosen); a plugin
-registers with `@STRATEGIES.register("name")` or under the `ttscale.strategies` entry-point group.
+A strategy is `async def name(problem, ctx, p) -> Answer`: `ctx` meters every engine call on the problem's
+ledger (`ctx.ledger`), `p` is its parameter class, attached with what it can do beyond running by
+`@ttscale.params.strategy(Params, replay=..., difficulty_pool=..., adaptive_candidate=...)` (see
+ttscale.capabilities: sweeps, held-out cells and adaptive routing read these, never a strategy's name).
+Adding a strategy is its file and one line here. Built-ins are registered by path (imported when chosen); a
+plugin registers with `@STRATEGIES.register("name")` or under the `ttscale.strategies` entry-point group.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ if TYPE_CHECKING:
     """A strategy: (problem, context, parameters) -> answer."""
 
 STRATEGIES: Registry[Strategy] = Registry("strategy", entry_point_group="ttscale.strategies")
-"""Test-time strategies: `async def strategy(problem, ctx, **params) -> Answer`."""
+"""Test-time strategies by name: `async def strategy(problem, ctx, p) -> Answer` (see the module doc)."""
 STRATEGIES.register("best_of_n", "ttscale.strategies.best_of_n:best_of_n", aliases=("bon", "best_of"))
 STRATEGIES.register(
     "self_consistency", "ttscale.strategies.self_consistency:self_consistency", aliases=("sc", "majority")

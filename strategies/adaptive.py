@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.budget import Budget
+from ttscale.capabilities import capabilities
 from ttscale.context import Context
 from ttscale.params import params_class, parse_params, strategy, task_defaults
 from ttscale.routing.allocation import allocator_for
@@ -48,8 +49,8 @@ class AdaptiveParams:
     """SHA-256 of the policy file, so that a run resumed with a changed policy is refused."""
 
     def __post_init__(self) -> None:
-        if STRATEGIES.canonical(self.fallback) == "adaptive":
-            raise ValueError("fallback must be another strategy than adaptive")
+        if not capabilities(STRATEGIES.get(self.fallback)).adaptive_candidate:
+            raise ValueError(f"fallback must be a strategy adaptive may route to, got {self.fallback!r}")
         if self.policy is not None:
             try:
                 digest = hashlib.sha256(Path(self.policy).read_bytes()).hexdigest()
@@ -70,17 +71,18 @@ def _load(path: str, digest: str) -> Policy:
     for k in range(1, policy.n_bins + 1):
         for b in policy.budgets:
             name, params = policy.choice(k, b)
-            if STRATEGIES.canonical(name) == "adaptive":
-                raise ValueError(f"policy {path!r} chooses adaptive itself (bin {k}, budget {b:g})")
+            if not capabilities(STRATEGIES.get(name)).adaptive_candidate:
+                raise ValueError(f"policy {path!r} chooses {name}, which adaptive cannot route to "
+                                 f"(bin {k}, budget {b:g})")
             parse_params(params_class(STRATEGIES.get(name)), params)  # a bad entry fails before any engine starts
     return policy
 
 
-@strategy(AdaptiveParams)
+@strategy(AdaptiveParams, adaptive_candidate=False)
 async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
     policy = _load(p.policy, p.digest) if p.policy else None
     settings = policy.probe if policy else ProbeSettings()
-    ledger = ctx.budget
+    ledger = ctx.ledger
     # Created before this problem's first await, so its view of the pool is the pool before any probe.
     allocator = allocator_for(ledger, policy, settings, ctx) if ledger.pool is not None else None
     probe = await run_probe(ctx, settings)

@@ -11,11 +11,13 @@ s(y) = (1/|y|) Σ_t log π(y_t | x, y_<t). With `verifier=V`, s is V's outcome r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ttscale.capabilities import pool_replay
 from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool, score_outcomes
-from ttscale.schema import Answer, Problem
+from ttscale.schema import Answer, Problem, Sample
 from ttscale.search.score import check_verifier_spec
 from ttscale.selection import best_scored
 
@@ -32,7 +34,14 @@ class BestOfNParams(PoolParams):
             check_verifier_spec(self.verifier)
 
 
-@strategy(BestOfNParams)
+def select_best(samples: list[Sample], p: BestOfNParams) -> tuple[str | None, dict[str, Any]]:
+    """ŷ = argmax_i s(y_i), and the info a run stores with it."""
+    best = best_scored(samples)
+    return (best.answer if best else None), {"n": len(samples), "scorer": p.verifier or "mean_logprob",
+                                             "best_score": best.score if best else None}
+
+
+@strategy(BestOfNParams, replay=pool_replay(select_best), difficulty_pool=True)
 async def best_of_n(problem: Problem, ctx: Context, p: BestOfNParams) -> Answer:
     completions = await sample_pool(ctx, p, logprobs=0 if p.verifier is None else None)
     scores: list[float | None]
@@ -41,9 +50,5 @@ async def best_of_n(problem: Problem, ctx: Context, p: BestOfNParams) -> Answer:
     else:
         scores = list(await score_outcomes(ctx, [c.text for c in completions], verifier=p.verifier))
     samples = [ctx.sample(c, score=s) for c, s in zip(completions, scores, strict=True)]
-    best = best_scored(samples)
-    return Answer(
-        prediction=best.answer if best else None,
-        samples=tuple(samples),
-        info={"n": len(samples), "scorer": p.verifier or "mean_logprob", "best_score": best.score if best else None},
-    )
+    prediction, info = select_best(samples, p)
+    return Answer(prediction=prediction, samples=tuple(samples), info=info)

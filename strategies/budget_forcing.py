@@ -30,6 +30,7 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ttscale.capabilities import Derived, EntryParams, Replay, Stored, largest
 from ttscale.context import Context
 from ttscale.params import check_positive, strategy
 from ttscale.schema import Answer, Problem, Sample
@@ -70,7 +71,33 @@ class BudgetForcingParams(ThinkingParams):
             raise ValueError("wait_word must be non-empty")
 
 
-@strategy(BudgetForcingParams)
+def derive(stored: Stored) -> Derived | str:
+    """The source's record at a smaller thinking budget, when every chain ended its thinking by itself within that
+    budget and nothing was forced (the same prefix, the same answer); else why not (the chain would be cut)."""
+    p, source = stored.params, stored.record
+    chains = (source.get("info") or {}).get("chains") or []
+    ledger = source.get("ledger") or {}
+    if len(chains) != p.n or len(stored.samples) != p.n:
+        return "the source has another number of chains"
+    for chain in chains:
+        if chain.get("waits") or chain.get("thinking_cut") or chain.get("ended_at") is None:
+            return "a chain was cut or forced"
+        if chain["thinking_tokens"] > p.thinking_budget:
+            return f"a chain thought {chain['thinking_tokens']} tokens, past {p.thinking_budget}"
+    if float(ledger.get("spent", 0.0)) > stored.budget.limit or stored.budget.unit != "tokens":
+        return "the source spent more than this budget"
+    info = {**source["info"], "thinking_budget": p.thinking_budget}
+    kept = {**ledger, **({"budget": stored.budget.limit} if "budget" in ledger else {})}
+    return Derived(prediction=source.get("prediction"), samples=stored.samples, info=info, ledger=kept)
+
+
+def replays(entry: EntryParams, budgets: int) -> bool:
+    """Smaller thinking budgets replay when nothing is forced (waits 0)."""
+    return len(entry.get("thinking_budget", ())) > 1 and entry.get("waits", ["0"]) == ["0"]
+
+
+@strategy(BudgetForcingParams, replay=Replay(derive=derive, varied=("thinking_budget",), applies=replays,
+                                             source=largest("thinking_budget"), partial=True))
 async def budget_forcing(problem: Problem, ctx: Context, p: BudgetForcingParams) -> Answer:
     fmt = thinking_format(ctx, p)
     chains = [c for c in await asyncio.gather(*(_chain(ctx, p, fmt) for _ in range(p.n))) if c is not None]
@@ -105,9 +132,9 @@ async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> t
             break
         thinking += wait
         waits += 1
-        ctx.budget.tally("forced_tokens", len(wait))  # prompt tokens of the next request, not generated ones
+        ctx.ledger.tally("forced_tokens", len(wait))  # prompt tokens of the next request, not generated ones
     # (The loop ends without a break only when a forced word filled B_think: that thinking was cut too.)
-    if not thinking and ctx.budget.exhausted:
+    if not thinking and ctx.ledger.exhausted:
         return None
     thought = ctx.engine.detokenize(thinking)
     # s1 closes a cut thought on a line of its own and cues the answer; a finished one gets the delimiter alone.

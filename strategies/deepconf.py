@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ttscale.capabilities import Derived, EntryParams, Replay, Stored, first, replay_pool, varies
 from ttscale.confidence import TRACE_SCORES, WINDOW, GroupWatch, TraceScore, keep_top, percentile, trace_score
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
@@ -79,7 +80,7 @@ class DeepConfParams(PoolParams):
 
 def select_offline(samples: Sequence[Sample], p: DeepConfParams) -> tuple[str | None, list[Sample], dict[str, Any]]:
     """Steps 2-3 of offline DeepConf over stored samples (a run's, or a replayed pool's): (prediction, the samples
-    scored by C(t), info). Shared with ttscale.routing.replay, which re-scores a stored pool at another η."""
+    scored by C(t), info). Shared with ttscale.sweeps.replay, which re-scores a stored pool at another η."""
     scores = [trace_score(s.confidences or (), score=p.score, window=p.window, tail=p.window) for s in samples]
     scored = [replace(s, score=c) for s, c in zip(samples, scores, strict=True)]
     kept = keep_top(scores, eta=p.eta)
@@ -88,7 +89,29 @@ def select_offline(samples: Sequence[Sample], p: DeepConfParams) -> tuple[str | 
     return prediction, scored, {"n": len(samples), "kept": len(kept), "threshold": threshold, "votes": dict(votes)}
 
 
-@strategy(DeepConfParams)
+def derive(stored: Stored) -> Derived | str:
+    """Offline DeepConf re-scores its stored pool: every trace keeps its token confidences."""
+    p = stored.params
+    if p.mode != "offline":
+        return "online traces were stopped by their own run's threshold"
+    taken = replay_pool(stored.ledger, p, [s.num_tokens for s in stored.samples], prompt_tokens=stored.prompt_tokens,
+                        max_model_len=stored.max_model_len)
+    if isinstance(taken, str):
+        return taken
+    if any(s.confidences is None for s in stored.samples[:taken]):
+        return "the source's samples carry no token confidences"
+    prediction, kept, info = select_offline(stored.samples[:taken], p)
+    return Derived(prediction=prediction, samples=kept, info={**info, "mode": "offline"})
+
+
+def replays(entry: EntryParams, budgets: int) -> bool:
+    """Any η, trace score or smaller budget of an offline entry replays from one pool; online traces were stopped
+    by their own run's threshold."""
+    return entry.get("mode", ["offline"]) == ["offline"] and (budgets > 1 or varies(entry, "eta", "score"))
+
+
+@strategy(DeepConfParams, replay=Replay(derive=derive, varied=("eta", "score"), applies=replays,
+                                        source=first("eta", "score")))
 async def deepconf(problem: Problem, ctx: Context, p: DeepConfParams) -> Answer:
     if p.mode == "offline":
         completions = await sample_pool(ctx, p, logprobs=p.top_k)
@@ -120,7 +143,7 @@ async def _online(ctx: Context, p: DeepConfParams) -> Answer:
     # 2-3. Streamed traces, stopped below s; no new one once the vote is settled or nothing more is paid for.
     async def worker() -> None:
         nonlocal drawn
-        while not settled.is_set() and drawn < limit and ctx.budget.affordable_samples(p.max_tokens) >= 1:
+        while not settled.is_set() and drawn < limit and ctx.ledger.affordable_samples(p.max_tokens) >= 1:
             group = GroupWatch(window=p.window)
 
             def stop(confidence: float, group: GroupWatch = group) -> bool:

@@ -33,10 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ttscale.capabilities import Derived, EntryParams, Replay, Stored, largest, spend, varies
 from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.sampling import PoolParams, sample_pool
-from ttscale.schema import Answer, Problem
+from ttscale.schema import Answer, Completion, Generation, Problem, SamplingParams
 from ttscale.selection import best_scored, weighted_vote
 from ttscale.verifiers.genrm import GenRM, Verdict
 
@@ -126,27 +127,94 @@ def answer_info(
     }
 
 
-@strategy(GenRMParams)
+def derive(stored: Stored) -> Derived | str:
+    """A run with (S, V) at a smaller budget from a source with S_B ≥ S solutions and V_B ≥ V chains each (its
+    `info["chains"]` keeps every verdict and token count): the first S solutions and the first V chains of each,
+    reserved and settled on the ledger as the run sends them. Refused where the run would send what the source
+    cannot reproduce: a capped request, more solutions or chains than stored, a source itself capped."""
+    p, ledger, samples = stored.params, stored.ledger, stored.samples
+    kept_chains = (stored.record.get("info") or {}).get("chains")
+    if not isinstance(kept_chains, list) or len(kept_chains) != len(samples):
+        return "the source stores no per-chain verdicts"
+    if (stored.record.get("ledger") or {}).get("capped_requests"):
+        return "the source's own requests were capped"
+    chain = p.verify_tokens + 1
+    s, _ = budget_split(ledger.affordable_samples(p.max_tokens), lam=chain / p.max_tokens,
+                        solution_share=p.solution_share, s=p.n, v=p.verifications)
+    asked = SamplingParams(n=s, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens)
+    if s > len(samples) or not spend(ledger, asked, [x.num_tokens for x in samples[:s]], prompt=stored.prompt_tokens,
+                                     role="policy"):
+        return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
+    v = plan_verifications(remaining=ledger.remaining, solutions=s, chain_tokens=chain, wanted=p.verifications)
+    # A record written before unreadable verdicts were dropped stores them as source "default" (r = 0.5): read as
+    # unreadable, so the replay scores them by the reference's rule (left out of the mean).
+    kept = [[Verdict(r=None if src in ("unreadable", "default") else float(r), chain_tokens=int(t),
+                     verdict_tokens=int(k), source="unreadable" if src == "default" else src)
+             for r, t, k, src in x[:v]] for x in kept_chains[:s]]
+    if any(len(x) < v for x in kept):
+        return f"V={v} chains per solution and the source has {min(len(x) for x in kept)}"
+    if any(x.chain_tokens > p.verify_tokens for vs in kept for x in vs):
+        return "the source's chains are longer than verify_tokens"
+    chains = SamplingParams(n=v, temperature=p.verify_temperature, max_tokens=p.verify_tokens)
+    # The run reserves every solution's chains before any returns (they are in flight together), then settles.
+    # The verifier's prompt tokens are not stored: 0 (they cost nothing under a token budget).
+    held = [ledger.reserve(chains, prompt_tokens=0, role="verifier") for _ in kept]
+    if any(r is None or r.params != chains for r in held):
+        for r in held:
+            if r is not None:
+                ledger.settle(r, None)
+        return "the verifications would not fit uncapped"
+    for r, vs in zip(held, kept, strict=True):
+        assert r is not None
+        batch = tuple(Completion(text="", token_ids=(0,) * x.chain_tokens) for x in vs)
+        ledger.settle(r, Generation(completions=batch, prompt_tokens=0))
+    one = SamplingParams(n=1, temperature=0.0, max_tokens=1)
+    if not all(spend(ledger, one, [x.verdict_tokens], prompt=0, role="verifier")
+               for vs in kept for x in vs if x.verdict_tokens):
+        return "an appended verdict would not fit"
+    verifier = GenRM(verifications=v, max_tokens=p.verify_tokens, temperature=p.verify_temperature)
+    scores = [verifier.score(vs) for vs in kept]
+    sub = [replace(x, score=r) for x, r in zip(samples[:s], scores, strict=True)]
+    prediction, votes = select(sub, p)
+    usage = ledger.usage
+    info = answer_info(p, s=s, v=v, verdicts=kept, scores=scores, votes=votes,
+                       policy_tokens=usage["policy"].generated_tokens,
+                       verifier_tokens=usage["verifier"].generated_tokens)
+    info["replayed"] = "exact generated tokens; the verifier's prompt tokens are not stored (0)"
+    return Derived(prediction=prediction, samples=sub, info=info)
+
+
+def select(samples: list[Any], p: GenRMParams) -> tuple[str | None, Mapping[str, float]]:
+    """The weighted vote, or the best-scored solution."""
+    if p.select == "weighted":
+        return weighted_vote(samples)
+    best = best_scored(samples)
+    return (best.answer if best else None), {}
+
+
+def replays(entry: EntryParams, budgets: int) -> bool:
+    """Every chain is stored: a smaller S, V or budget replays (or is refused)."""
+    return budgets > 1 or varies(entry, "n", "verifications")
+
+
+@strategy(GenRMParams, replay=Replay(derive=derive, varied=("n", "verifications"), applies=replays,
+                                     source=largest("n", "verifications")))
 async def genrm(problem: Problem, ctx: Context, p: GenRMParams) -> Answer:
     chain = p.verify_tokens + 1
-    c = ctx.budget.affordable_samples(p.max_tokens)
+    c = ctx.ledger.affordable_samples(p.max_tokens)
     s, _ = budget_split(c, lam=chain / p.max_tokens, solution_share=p.solution_share, s=p.n, v=p.verifications)
     # Counted from this strategy's own requests: under `adaptive` the ledger also holds the probe's tokens.
-    verifier_before = ctx.budget.usage["verifier"].generated_tokens
+    verifier_before = ctx.ledger.usage["verifier"].generated_tokens
     solutions = await sample_pool(ctx, replace(p, n=s))
     v = plan_verifications(
-        remaining=ctx.budget.remaining, solutions=len(solutions), chain_tokens=chain, wanted=p.verifications
+        remaining=ctx.ledger.remaining, solutions=len(solutions), chain_tokens=chain, wanted=p.verifications
     )
     verifier = GenRM(verifications=v, max_tokens=p.verify_tokens, temperature=p.verify_temperature)
     verdicts = await verifier.verify(ctx, [sol.text for sol in solutions])
     scores = [verifier.score(vs) for vs in verdicts]
     samples = [ctx.sample(sol, score=r) for sol, r in zip(solutions, scores, strict=True)]
-    if p.select == "weighted":
-        prediction, votes = await asyncio.to_thread(weighted_vote, samples)  # a symbolic merge waits on the grader
-    else:
-        best = best_scored(samples)
-        prediction, votes = (best.answer if best else None), {}
+    prediction, votes = await asyncio.to_thread(select, samples, p)  # a symbolic merge waits on the grader
     info = answer_info(p, s=s, v=v, verdicts=verdicts, scores=scores, votes=votes,
                        policy_tokens=sum(sol.num_tokens for sol in solutions),
-                       verifier_tokens=ctx.budget.usage["verifier"].generated_tokens - verifier_before)
+                       verifier_tokens=ctx.ledger.usage["verifier"].generated_tokens - verifier_before)
     return Answer(prediction=prediction, samples=tuple(samples), info=info)

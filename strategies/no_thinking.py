@@ -53,11 +53,11 @@ async def no_thinking(problem: Problem, ctx: Context, p: NoThinkingParams) -> An
     fmt = thinking_format(ctx, p)
     opened = ctx.engine.detokenize(ctx.prompt()) + fmt.open  # where the template opened the block, its newline
     prefill = ctx.engine.tokenize(fmt.open + finished_thinking(opened, p.thought, fmt.close) + p.answer_cue)
-    n = p.n if p.n is not None else ctx.budget.affordable_samples(p.answer_tokens)
+    n = p.n if p.n is not None else ctx.ledger.affordable_samples(p.answer_tokens)
     if n < 1:
         # As every pool strategy, nothing is drawn when the budget pays for no sample; the record says why (a
         # sweep's budgets below answer_tokens would otherwise read as a model that never answers).
-        left = f"{ctx.budget.remaining:,.0f} {ctx.budget.budget.unit}"
+        left = f"{ctx.ledger.remaining:,.0f} {ctx.ledger.budget.unit}"
         reason = (f"the budget left ({left}) pays for no answer of answer_tokens={p.answer_tokens}: "
                   f"give a budget of at least one answer, or a smaller answer_tokens")
         return Answer(prediction=None, info={"n": 0, "reason": reason})

@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from ttscale.capabilities import pool_replay
 from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool, score_outcomes
-from ttscale.schema import Answer, Problem
+from ttscale.schema import Answer, Problem, Sample
 from ttscale.search.score import check_verifier_spec
 from ttscale.selection import majority_vote, weighted_vote
 
@@ -34,7 +36,13 @@ class SelfConsistencyParams(PoolParams):
             check_verifier_spec(self.verifier)
 
 
-@strategy(SelfConsistencyParams)
+def vote(samples: list[Sample], p: Any) -> tuple[str | None, dict[str, Any]]:
+    """â: the (weighted, when the samples carry a verifier's rewards) majority, and the info a run stores."""
+    prediction, votes = majority_vote(samples) if getattr(p, "verifier", None) is None else weighted_vote(samples)
+    return prediction, {"n": len(samples), "votes": dict(votes)}
+
+
+@strategy(SelfConsistencyParams, replay=pool_replay(vote), difficulty_pool=True)
 async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyParams) -> Answer:
     completions = await sample_pool(ctx, p)
     votes: Mapping[str, float]

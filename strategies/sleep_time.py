@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ttscale.budget import Budget
+from ttscale.capabilities import Derived, Replay, Stored, derive_pool
 from ttscale.context import Context
 from ttscale.params import check_range, strategy
 from ttscale.sampling import PoolParams, sample_pool
-from ttscale.schema import Answer, Problem, SamplingParams
+from ttscale.schema import Answer, Problem, Sample, SamplingParams
 from ttscale.selection import majority_vote
 
 SLEEP_PROMPT = (
@@ -84,7 +85,25 @@ async def think(stage: Context, context: str, p: SleepTimeParams) -> dict[str, A
     return {"notes": notes, "tokens": sum(c.num_tokens for c in generation.completions)}
 
 
-@strategy(SleepTimeParams)
+def derive(stored: Stored) -> Derived | str:
+    """A smaller test-time budget read from the pool: the same notes (the context's stage), fewer votes."""
+    derived = derive_pool(stored, lambda samples, p: _vote(samples))
+    if isinstance(derived, str):
+        return derived
+    derived.info.update({k: v for k, v in (stored.record.get("info") or {}).items() if k in SLEEP_INFO})
+    source_ledger = stored.record.get("ledger") or {}
+    if "sleep_tokens_amortised" in source_ledger:
+        stored.ledger.extra["sleep_tokens_amortised"] = source_ledger["sleep_tokens_amortised"]
+    stored.ledger.tally("test_tokens", sum(s.num_tokens for s in derived.samples))
+    return derived
+
+
+def _vote(samples: list[Sample]) -> tuple[str | None, dict[str, Any]]:
+    prediction, votes = majority_vote(samples)
+    return prediction, {"n": len(samples), "votes": dict(votes)}
+
+
+@strategy(SleepTimeParams, replay=Replay(derive=derive))
 async def sleep_time(problem: Problem, ctx: Context, p: SleepTimeParams) -> Answer:
     context, query, key = stateful_parts(problem)
     notes, sleep_tokens, computed_here = "", 0, False
@@ -97,12 +116,11 @@ async def sleep_time(problem: Problem, ctx: Context, p: SleepTimeParams) -> Answ
     prompt = ctx.engine.chat_prompt(ctx.task.messages(replace(problem, question=question)))
     completions = await sample_pool(ctx, p, prompt=prompt, phase="test")
     samples = [ctx.sample(c) for c in completions]
-    prediction, votes = await asyncio.to_thread(majority_vote, samples)
+    prediction, info = await asyncio.to_thread(_vote, samples)
     queries = max(1, int(problem.meta.get("queries_in_context") or 1))
-    ctx.budget.extra["sleep_tokens_amortised"] = round(sleep_tokens / queries, 3)
+    ctx.ledger.extra["sleep_tokens_amortised"] = round(sleep_tokens / queries, 3)
     return Answer(prediction=prediction, samples=tuple(samples), info={
-        "n": len(samples),
-        "votes": dict(votes),
+        **info,
         "context_id": key,
         "sleep_tokens": sleep_tokens,
         "queries_in_context": queries,

@@ -150,3 +150,71 @@ def test_engine_args_are_routed_into_the_engine_config_and_checked(tmp_path: Pat
     with pytest.raises(ValueError, match="not a ttscale sweep"):
         ttscale.sweep(out=tmp_path / "x")  # `out` alone finishes a sweep: there is none
     assert shared._sync is None and not (tmp_path / "x").exists()
+
+
+# -- one path: `ttscale run` and `ttscale.run` both build a RunSpec and hand it to ttscale.session.carry_out --------
+
+
+def test_the_cli_and_the_api_hand_the_same_spec_to_one_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ttscale.engine
+    import ttscale.session
+    from ttscale.cli import build_parser, main
+    from ttscale.runner import RunSpec
+    from ttscale.testing import SimulatedArithmeticPolicy
+
+    calls: list[tuple[RunSpec, dict[str, object]]] = []
+    carry_out = ttscale.session.carry_out
+
+    def recorded(spec: RunSpec, **kwargs: object) -> ttscale.Run:
+        calls.append((spec, kwargs))
+        return carry_out(spec, **kwargs)  # type: ignore[arg-type]
+
+    async def simulated(config: object) -> SimulatedArithmeticPolicy:
+        return SimulatedArithmeticPolicy(seed=1)
+
+    monkeypatch.setattr(ttscale.session, "carry_out", recorded)
+    monkeypatch.setattr(ttscale.engine, "start_engine", simulated)  # the engine `ttscale run` starts
+    cli, api = tmp_path / "cli", tmp_path / "api"
+    argv = ["run", "--strategy", "self_consistency", "--budget", "256", "--total-budget", "512", "--task",
+            "arithmetic:1-2", "--limit", "2", "--param", "n=2", "--seed", "3", "--hardware", "H100", "--out", str(cli)]
+    assert main([*argv, "--no-progress", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    done = ttscale.run(strategy="self_consistency", budget="256", total_budget="512", task="arithmetic:1-2", limit=2,
+                       params={"n": "2"}, seed=3, hardware="H100", out=api, engine=SimulatedArithmeticPolicy(seed=1))
+    assert len(calls) == 2
+    (cli_spec, cli_how), (api_spec, api_how) = calls
+    assert cli_spec == api_spec and cli_spec.engine.seed == 3 and cli_spec.total_budget == "512"
+    assert (cli_how["resume"], api_how["resume"]) == (False, None)  # the CLI's new run refuses a run's folder
+    stored = [json.loads((path / "config.json").read_text()) for path in (cli, api)]
+    assert stored[0]["spec"] == stored[1]["spec"] and stored[0]["identity"] == stored[1]["identity"]
+    assert printed["problems"] == done.summary["problems"] == 2
+    assert printed["total_budget"] == done.summary["total_budget"]
+
+    # Resuming: `--resume DIR` and the same call again reach it too, and each finds nothing left to run.
+    assert main(["run", "--resume", str(api), "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["resumed"] is True
+    again = ttscale.run(strategy="self_consistency", budget="256", total_budget="512", task="arithmetic:1-2", limit=2,
+                        params={"n": "2"}, seed=3, hardware="H100", out=cli, engine=SimulatedArithmeticPolicy(seed=1))
+    assert again.summary["resumed"] is True
+    assert [(how["resume"], spec.params) for spec, how in calls[2:]] == [(True, {"n": "2"}), (None, {"n": "2"})]
+    # A total alone caps each problem too, from either side.
+    only_total = RunSpec.from_cli_args(build_parser().parse_args(["run", "--strategy", "sc", "--total-budget", "1k"]))
+    ttscale.run(strategy="sc", total_budget="1k", task="arithmetic:1", limit=1, out=tmp_path / "total",
+                engine=SimulatedArithmeticPolicy(seed=1))
+    assert calls[-1][0].budget == calls[-1][0].total_budget == only_total.budget == only_total.total_budget == "1k"
+
+
+def test_run_resume_says_whether_out_must_hold_a_run(tmp_path: Path) -> None:
+    from ttscale.testing import SimulatedArithmeticPolicy
+
+    settings = {"strategy": "ets", "budget": "2k", "task": "arithmetic:1", "limit": 1, "params": {"width": 2}}
+    with pytest.raises(ValueError, match="is not a ttscale run"):
+        ttscale.run(**settings, out=tmp_path / "run", resume=True, engine=SimulatedArithmeticPolicy(seed=1))
+    first = ttscale.run(**settings, out=tmp_path / "run", resume=False, engine=SimulatedArithmeticPolicy(seed=1))
+    with pytest.raises(ValueError, match="already holds a run: continue it with --resume, or pick another --out"):
+        ttscale.run(**settings, out=tmp_path / "run", resume=False, engine=SimulatedArithmeticPolicy(seed=1))
+    # Resumed under the alias it was made with (width, ETS's name for n): the stored n is not given twice.
+    again = ttscale.run(**settings, out=tmp_path / "run", resume=True, engine=SimulatedArithmeticPolicy(seed=1))
+    assert again.summary["resumed"] is True and again.summary["correct"] == first.summary["correct"]

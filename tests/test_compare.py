@@ -19,8 +19,8 @@ import pytest
 from tests.adaptive.sim import SeededSimulator, engine_config
 from ttscale.cli import main
 from ttscale.comparison import COMPARE, Arm, CompareOptions, analyse, compare, load_arms, markdown
-from ttscale.paired import compare_pair, pair_records
-from ttscale.proportions import tango_interval
+from ttscale.stats.paired import compare_pair, pair_records
+from ttscale.stats.proportions import tango_interval
 
 Records = dict[tuple[str, int], dict[str, Any]]
 
@@ -178,7 +178,7 @@ def test_sparse_costs_give_unbounded_or_undefined_resamples_not_nan_intervals() 
 
 
 def test_the_shared_resampling_routine() -> None:
-    from ttscale.bootstrap import percentile_interval, resample_counts, resample_indices
+    from ttscale.stats.bootstrap import percentile_interval, resample_counts, resample_indices
 
     chunks = list(resample_indices(7, 25, np.random.default_rng(4), chunk_entries=70))
     assert [c.shape for c in chunks] == [(10, 7), (10, 7), (5, 7)]

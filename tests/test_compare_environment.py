@@ -14,7 +14,7 @@ import pytest
 
 from ttscale.cli import main
 from ttscale.comparison import CompareOptions, analyse, markdown
-from ttscale.paired import compare_pair
+from ttscale.stats.paired import compare_pair
 
 REAL = Path(__file__).parent / "data" / "real_runs" / "sc-n4"
 SC = "self_consistency max_tokens=100"

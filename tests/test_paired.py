@@ -1,5 +1,5 @@
 """Edges of the paired comparison that the statistics tests in test_compare.py do not reach: each test here is
-named for the one-line change to ttscale/paired.py it catches (issue 34's surviving mutants)."""
+named for the one-line change to ttscale/stats/paired.py it catches (issue 34's surviving mutants)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ttscale.paired import compare_pair, pair_records
-from ttscale.proportions import tango_interval
+from ttscale.stats.paired import compare_pair, pair_records
+from ttscale.stats.proportions import tango_interval
 
 
 def _record(problem: str, *, correct: bool, tokens: float) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ttscale.comparison import Arm, CompareOptions, Comparison, markdown
-from ttscale.paired import Metric, compare_pair
-from ttscale.proportions import tango_interval
+from ttscale.stats.paired import Metric, compare_pair
+from ttscale.stats.proportions import tango_interval
 
 
 def _arm(correct: list[bool], *, seeds: range = range(1), tokens: float = 100.0) -> dict[tuple[str, int], Any]:

@@ -102,4 +102,4 @@ def test_generation_never_asks_past_the_model_length(sync_engine: Any) -> None:
 
 
 def ledger_calls(ctx: Context) -> int:
-    return ctx.budget.usage["policy"].calls
+    return ctx.ledger.usage["policy"].calls

@@ -104,8 +104,8 @@ def test_a_completion_is_split_at_the_models_end_of_thinking(folder: Path) -> No
     cut = Completion(text="I add 2", token_ids=tuple(ctx.engine.tokenize("I add 2")), finish_reason="length")
     assert thought_length(ctx, fmt, cut) == cut.num_tokens
     tally_phases(ctx, fmt, [both, cut])
-    assert ctx.budget.extra["thinking_tokens"] == len(thought) + cut.num_tokens
-    assert ctx.budget.extra["answer_tokens"] == len(answer)
+    assert ctx.ledger.extra["thinking_tokens"] == len(thought) + cut.num_tokens
+    assert ctx.ledger.extra["answer_tokens"] == len(answer)
 
 
 def test_a_delimiter_closes_a_thought_on_a_line_of_its_own_with_no_newline_doubled() -> None:

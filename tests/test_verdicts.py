@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from ttscale.evals.metrics import majority_at_k
-from ttscale.proportions import paired_proportions, tango_interval
+from ttscale.stats.proportions import paired_proportions, tango_interval
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -319,7 +319,7 @@ def test_findings_pool_rows_use_the_rules() -> None:
 
 def test_ets_regime_reads_equal_accuracy_by_the_same_rule() -> None:
     from ttscale.comparison import Arm, CompareOptions, Comparison
-    from ttscale.paired import compare_pair
+    from ttscale.stats.paired import compare_pair
 
     ets_regime = _benchmark("ets_regime")
 

@@ -24,139 +24,26 @@ with the same `out` and settings (finished problems are not run twice).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ttscale.engine.base import EngineConfig
+from ttscale.session import Engine, Finished, call_config, drive, engine_config, stamp
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ttscale.engine import SyncEngine
+    from ttscale.distributed import DistributedConfig
     from ttscale.engine.base import Engine as EngineObject
     from ttscale.engine.openai import OpenAIConfig
     from ttscale.scaling.result import Fit
 
-T = TypeVar("T")
-
-
-class Engine:
-    """A started engine that several `run` calls share (a context manager; `close()` otherwise).
-
-    `model`: `embedded`, a local Hugging Face folder or a hub id. Keyword settings are `EngineConfig`'s
-    fields (max_model_len, gpu_memory_utilization, chat_template_kwargs, ...) or, for anything else, any
-    argument of the installed vLLM's engine (tensor_parallel_size, quantization, ...), checked by name.
-    """
-
-    def __init__(self, *, model: str = "embedded", **settings: Any) -> None:
-        self.config = engine_config(model=model, **settings)
-        self._sync: SyncEngine | None = None
-
-    def __enter__(self) -> Engine:
-        self.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
-
-    def start(self) -> SyncEngine:
-        if self._sync is None:
-            from ttscale.engine import SyncEngine
-
-            self._sync = SyncEngine(self.config)
-        return self._sync
-
-    def close(self) -> None:
-        if self._sync is not None:
-            self._sync.close()
-            self._sync = None
-
-
-def engine_config(*, model: str = "embedded", engine_args: Mapping[str, Any] | None = None,
-                  **settings: Any) -> EngineConfig:
-    """EngineConfig from keyword settings: its own fields by name; every other key, and every key of
-    `engine_args`, a vLLM engine argument (checked by name against the installed vLLM, typed by its field)."""
-    from ttscale.engine.args import parse_engine_args
-
-    if engine_args is not None and not isinstance(engine_args, Mapping):
-        raise ValueError(f"engine_args must map vLLM engine argument names to values, got {engine_args!r}")
-    own = {f.name for f in fields(EngineConfig)}
-    values = {k: v for k, v in settings.items() if k in own}
-    vllm = {**(engine_args or {}), **{k: v for k, v in settings.items() if k not in own}}
-    if vllm:
-        values["engine_args"] = parse_engine_args(vllm)
-    return EngineConfig(model=model, **values)
-
-
-def call_config(engine: Engine | EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
-                config: EngineConfig | None, deterministic: bool | None = None) -> EngineConfig:
-    """The engine settings a call (`run`, `sweep`, `compare`) records, from one source, checked in one line:
-    a shared `Engine`'s own; else `config` whole, or one made from `model` and `engine_args`. `deterministic`
-    (None: as the settings say) must agree with a shared engine's mode, and sets the mode of one the call starts."""
-    if deterministic is not None and not isinstance(deterministic, bool):
-        raise ValueError(f"deterministic must be True, False or None, got {deterministic!r}")
-    if isinstance(engine, Engine):
-        if config is not None or engine_args or (model is not None and model != engine.config.model):
-            raise ValueError(f"engine= is a ttscale.Engine of model {engine.config.model!r} and its settings are the "
-                             "call's; model=, engine_args= and engine_config= are for an engine the call starts itself")
-        if deterministic is not None and deterministic != engine.config.deterministic:
-            raise ValueError(f"deterministic={deterministic}, but engine= is a ttscale.Engine started with "
-                             f"deterministic={engine.config.deterministic}: start it as "
-                             f"ttscale.Engine(deterministic={deterministic})")
-        return engine.config
-    chosen = _call_config(engine, model=model, engine_args=engine_args, config=config)
-    return chosen if deterministic is None else replace(chosen, deterministic=deterministic)
-
-
-def _call_config(engine: EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
-                 config: EngineConfig | None) -> EngineConfig:
-    if engine is not None and not callable(getattr(engine, "generate", None)):
-        raise ValueError(f"engine must be a ttscale.Engine (or an engine object with generate(), such as a "
-                         f"simulator), got {type(engine).__name__}")
-    if config is None:
-        return engine_config(model="embedded" if model is None else model, engine_args=engine_args)
-    if not isinstance(config, EngineConfig):
-        raise ValueError(f"engine_config must be an EngineConfig, got {type(config).__name__}")
-    if model is not None or engine_args:
-        raise ValueError("give engine_config= or model=/engine_args=, not both")
-    return config
-
-
-def drive(engine: Engine | EngineObject | None,
-          work: Callable[[EngineObject | None], Coroutine[Any, Any, T]]) -> T:
-    """Run `work(engine)` to its end from synchronous code, inside a running event loop (a notebook) too.
-
-    A shared `Engine`'s own loop runs it and the engine stays up for the next call. Otherwise, with no loop
-    running here (a script, the CLI), `asyncio.run`: Ctrl-C cancels the work, so its cleanup (closing an engine
-    it started) runs. Inside a running loop, where `asyncio.run` is refused, a loop of this call's own in a
-    background thread (`BackgroundLoop`), stopped afterwards. An engine object is handed to `work` as it is.
-    """
-    from ttscale.engine.loop import BackgroundLoop
-
-    if isinstance(engine, Engine):
-        started = engine.start()
-        return started.loop.run(work(started.engine))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work(engine))
-    loop = BackgroundLoop()
-    try:
-        return loop.run(work(engine))
-    finally:
-        loop.stop()
-
 
 @dataclass(frozen=True)
-class Run:
+class Run(Finished):
     """A finished (or resumed) run: its directory, summary and records."""
-
-    path: Path
-    summary: dict[str, Any]
 
     @property
     def records(self) -> pd.DataFrame:
@@ -169,7 +56,7 @@ class Run:
 def run(
     *,
     strategy: str,
-    budget: str = "8k",
+    budget: str | int | None = None,
     task: str = "arithmetic",
     limit: int | None = None,
     params: dict[str, Any] | None = None,
@@ -181,20 +68,31 @@ def run(
     seed: int = 0,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
+    total_budget: str | int | None = None,
+    hardware: str | None = None,
+    server: OpenAIConfig | None = None,
+    distributed: DistributedConfig | None = None,
+    resume: bool | None = None,
     progress: bool = False,
     verbose: bool = False,
     deterministic: bool | None = None,
 ) -> Run:
     """Run `strategy` on `task` at `budget` per problem; write and return the run directory (see the module doc).
 
+    `budget`: per problem (None: 8k, or `total_budget` where that is given); `total_budget`: a budget over the
+    whole task, shared by its problems and never exceeded (`--total-budget`). `hardware`: the profile that prices
+    FLOPs and eFLOPs (None: B200). `seed`: the run's seed, and the engine's when the call starts its own.
     `engine`: a started `Engine` to share (its model and settings are the run's), or an engine object used as
     it is (anything with the engine's methods: a simulator in tests); None = start one for this run, of
     `model` (None: `embedded`) with `engine_args` (any argument of the installed vLLM's engine, by name:
     {"tensor_parallel_size": 2, "quantization": "fp8"}; checked before anything starts), or as `engine_config`
-    (a whole EngineConfig) says. Works inside a running event loop (a notebook) too.
+    (a whole EngineConfig) says. `server`: a served model (an OpenAIConfig: the `openai` backend) instead of an
+    engine in this process. `distributed`: the problems spread over Ray workers, one engine each (a
+    `ttscale.distributed.DistributedConfig`). Works inside a running event loop (a notebook) too.
     `deterministic=True`: samples that do not depend on the batch or the concurrency (`EngineConfig.deterministic`;
     refused in one line where the device cannot); None keeps the engine settings' own mode.
-    Calling again with the same `out` resumes: the settings must be the run's, and only unfinished problems run.
+    `resume`: None = calling again with the same `out` resumes: the settings must be the run's, and only unfinished
+    problems run; False = `out` must not hold a run; True = it must (`ttscale run --resume`).
     Problems a passing server fault left unfinished (answers that stayed malformed through every retry) do not
     raise: `summary["unfinished"]` counts them (a few with their errors in `unfinished_examples`), and calling
     again runs them; `ttscale run` exits 1 for them.
@@ -202,29 +100,25 @@ def run(
     that finished nothing is removed, and an engine that failed to start raises `EngineStartError` naming
     where its log was kept.
     """
-    from ttscale.launch import launch
-    from ttscale.runner import RunSpec, check_resume, default_out, prepare
-    from ttscale.storage import RunDir
+    from ttscale.runner import RunSpec
+    from ttscale.session import carry_out  # the path `ttscale run` takes too, looked up when called
 
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
-    spec = RunSpec(strategy=strategy, budget=str(budget), task=task, limit=limit, params=params or {},
-                   seed=seed, concurrency=concurrency, task_options=task_options or {}, engine=config)
-    run_dir = RunDir(out if out is not None else default_out(spec))
-    resuming = run_dir.has_results()
-    if not resuming:  # refused before any engine starts: a new run never mixes into other files
-        run_dir.check_new()
-    prepared = prepare(spec, task_defaults=not resuming)
-    if resuming:
-        identity = run_dir.read_config().get("identity")
-        stored = identity.get("params") if isinstance(identity, dict) else None  # not a dict: check_resume says so
-        if isinstance(stored, dict):  # the parameters the run was made with (task defaults of that day included)
-            prepared = prepare(replace(spec, params={**stored, **spec.params}), task_defaults=False)
-        check_resume(run_dir, prepared)
-    summary = drive(engine, lambda started: launch(prepared, run_dir, resuming=resuming, engine=started,
-                                                   progress=progress, log=not verbose,
-                                                   argv=["ttscale.run", strategy]))
-    return Run(path=run_dir.path, summary=summary)
+    if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
+        raise ValueError("server= runs a served model; engine=, model= and engine_args= are for vLLM engines in "
+                         "this process (the served model's name goes in the OpenAIConfig)")
+    if engine_config is None and not isinstance(engine, Engine):
+        config = replace(config, seed=seed)  # the engine this call makes is seeded as the run (`ttscale run --seed`)
+    total = None if total_budget is None else str(total_budget)
+    spec = RunSpec(strategy=strategy, budget=str(budget if budget is not None else total or "8k"), task=task,
+                   limit=limit, params=params or {}, seed=seed, concurrency=concurrency,
+                   task_options=task_options or {}, engine=config, total_budget=total,
+                   backend="vllm" if server is None else "openai", server=server,
+                   **({} if hardware is None else {"hardware": hardware}))
+    done = carry_out(spec, out=out, engine=engine, resume=resume, distributed=distributed, progress=progress,
+                     verbose=verbose, argv=["ttscale.run", strategy])
+    return Run(path=done.path, summary=done.summary)
 
 
 @dataclass(frozen=True)
@@ -276,9 +170,8 @@ def sweep(
     Calling again with the same `out` finishes an interrupted sweep (its stored grid is the one run), and so
     does `out` alone, with no strategies. `command`: what sweep.json records as the command (default this call).
     """
-    from ttscale.routing.outcomes import load_results, sweep_table
-    from ttscale.routing.replay import best_at_compute
     from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
+    from ttscale.sweeps.outcomes import best_at_compute, load_results, sweep_table
 
     strategies = [strategies] if isinstance(strategies, str) else strategies  # one strategy, not its characters
     budgets = [budgets] if isinstance(budgets, str | int) else budgets
@@ -290,7 +183,7 @@ def sweep(
     from ttscale.engine.determinism import refuse_served
 
     refuse_served(served=server is not None, deterministic=config.deterministic)  # before the sweep's folder exists
-    root = Path(out) if out is not None else Path("sweeps") / f"{task.replace(':', '-')}-{_stamp()}"
+    root = Path(out) if out is not None else Path("sweeps") / f"{task.replace(':', '-')}-{stamp()}"
     if out is not None and not strategies and not budgets:  # finishing the sweep in `out`, as it was made
         spec = load_spec(root)
     else:
@@ -369,12 +262,6 @@ def report(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
     return text
-
-
-def _stamp() -> str:
-    import time
-
-    return time.strftime("%Y%m%d-%H%M%S")
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ analysis is written next to it as compare.json.
 
 Read mode: run, sweep or compare directories; runs are grouped into arms (by default runs that differ
 only in their seed are repeats of one arm), paired by problem and run seed, and compared pair by pair
-(ttscale.paired: the statistics and the verdict wording). Runs of one configuration on engines known to
+(ttscale.stats.paired: the statistics and the verdict wording). Runs of one configuration on engines known to
 differ are arms of their own, and their pair says so instead of reading as a strategy's (ttscale.environments).
 
 compare.json describes itself (format, method, each metric's source and kind, arms, pairs, verdicts) so
@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ttscale import environments, runs
 from ttscale.environments import EnvironmentNote
-from ttscale.paired import METRICS, PairResult, compare_pair
 from ttscale.routing.policy import candidate_key
+from ttscale.stats.paired import METRICS, PairResult, compare_pair
 from ttscale.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
-    from ttscale.api import Engine
     from ttscale.engine.base import Engine as EngineObject
     from ttscale.engine.base import EngineConfig
+    from ttscale.session import Engine
 
 COMPARE = "compare.json"
 FORMAT = "ttscale.compare"
@@ -181,7 +181,7 @@ def compare(
     loop (a notebook) too. `deterministic`: as for `ttscale.run`. Bad input raises ValueError (or a subclass)
     with a one-line message.
     """
-    from ttscale.api import call_config, drive
+    from ttscale.session import call_config, drive
 
     options = CompareOptions(confidence=confidence, resamples=resamples, seed=seed, group=group)
     runs = [runs] if isinstance(runs, str | Path) else runs  # one directory given as such, not its characters

@@ -35,7 +35,7 @@ class Context:
         self.problem = problem
         self.task = task
         self.engine = engine
-        self.budget = ledger
+        self.ledger = ledger
         """The problem's ledger: `remaining`, `exhausted`, `affordable_samples(max_tokens)`."""
         self.stages = stages if stages is not None else StageStore()
         """The run's shared stages (`shared_stage`); a bare context keeps its own, in memory."""
@@ -68,12 +68,12 @@ class Context:
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
         room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
-            self.budget.tally("context_cut_requests")
+            self.ledger.tally("context_cut_requests")
             return Generation(completions=(), prompt_tokens=len(ids))
         capped = params.max_tokens > room
         if capped:
             params = replace(params, max_tokens=room)
-        reservation = self.budget.reserve(params, prompt_tokens=len(ids), role=role)
+        reservation = self.ledger.reserve(params, prompt_tokens=len(ids), role=role)
         if reservation is None:
             return Generation(completions=(), prompt_tokens=len(ids))
         assert reservation.params is not None
@@ -84,13 +84,13 @@ class Context:
             else:
                 generation = await streaming(ids, reservation.params, watch=watch)
         finally:
-            self.budget.settle(reservation, generation)
+            self.ledger.settle(reservation, generation)
         if phase is not None:
-            self.budget.tally(f"{phase}_tokens", sum(c.num_tokens for c in generation.completions))
+            self.ledger.tally(f"{phase}_tokens", sum(c.num_tokens for c in generation.completions))
         if capped:  # samples that ran into the model's context limit, not into the max_tokens asked for
             cut = sum(c.finish_reason == "length" and c.num_tokens >= room for c in generation.completions)
             if cut:
-                self.budget.tally("context_cut_samples", cut)
+                self.ledger.tally("context_cut_samples", cut)
         return generation
 
     async def score(self, prompt: Sequence[int], scorer: Scorer[T], *, role: Role = "verifier") -> T | None:
@@ -98,7 +98,7 @@ class Context:
 
         `scorer(prompt)` returns its result and the prompt tokens its engine served from cache.
         """
-        reservation = self.budget.reserve_prompt(prompt_tokens=len(prompt), role=role)
+        reservation = self.ledger.reserve_prompt(prompt_tokens=len(prompt), role=role)
         if reservation is None:
             return None
         generation: Generation | None = None
@@ -106,7 +106,7 @@ class Context:
             result, cached = await scorer(prompt)
             generation = Generation(completions=(), prompt_tokens=len(prompt), cached_prompt_tokens=cached)
         finally:
-            self.budget.settle(reservation, generation)
+            self.ledger.settle(reservation, generation)
         return result
 
     async def execute(
@@ -121,9 +121,9 @@ class Context:
         if sandbox is None:
             raise TypeError(f"task {self.task.name!r} runs no code: executing needs a code task (humaneval, code, ...)")
         execution: Execution = await sandbox.run_async(program=program, test=test, entry_point=entry_point)
-        self.budget.tally("executions")
-        self.budget.extra["execution_seconds"] = round(
-            self.budget.extra.get("execution_seconds", 0.0) + execution.seconds, 4
+        self.ledger.tally("executions")
+        self.ledger.extra["execution_seconds"] = round(
+            self.ledger.extra.get("execution_seconds", 0.0) + execution.seconds, 4
         )
         return execution
 
@@ -135,7 +135,7 @@ class Context:
         the result is the same whichever problem asks first. Stored with the run; a resumed run reuses it."""
 
         async def compute() -> tuple[dict[str, Any], dict[str, Any]]:
-            ledger = Ledger(budget, costing=self.budget.costing)
+            ledger = Ledger(budget, costing=self.ledger.costing)
             for_problem = getattr(self.engine, "for_problem", None)
             engine = for_problem(f"stage\x00{key}") if for_problem is not None else self.engine
             stage = Context(problem=self.problem, task=self.task, engine=engine, ledger=ledger, stages=self.stages)

@@ -29,7 +29,7 @@ from ttscale.engine.determinism import differences
 
 if TYPE_CHECKING:
     from ttscale.comparison import Arm
-    from ttscale.paired import PairResult
+    from ttscale.stats.paired import PairResult
 
 Run = tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]]
 """A run as `ttscale.comparison` reads it: directory, sweep label, config.json, records."""
@@ -153,7 +153,7 @@ def verdict(pair: PairResult, note: EnvironmentNote | None) -> str:
 
 
 def pair_dict(pair: PairResult, note: EnvironmentNote | None) -> dict[str, Any]:
-    """A pair in compare.json: `ttscale.paired`'s, with its verdict, `environment` and `environment_caution`."""
+    """A pair in compare.json: `ttscale.stats.paired`'s, with its verdict, `environment` and `environment_caution`."""
     fields = note.fields() if note else {"environment": None, "environment_caution": []}
     return {**pair.to_dict(), "verdict": verdict(pair, note), **fields}
 

@@ -14,18 +14,27 @@ import numbers
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ttscale.capabilities import Replay
 
 P = TypeVar("P")
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")
 
 
-def strategy(params: type[Any]) -> Callable[[F], F]:
-    """Attach a strategy's parameter class to it: `@strategy(Params) async def name(problem, ctx, p)`."""
+def strategy(params: type[Any], *, replay: Replay | None = None, difficulty_pool: bool = False,
+             adaptive_candidate: bool = True) -> Callable[[F], F]:
+    """Attach a strategy's parameter class and its capabilities (ttscale.capabilities) to it:
+    `@strategy(Params, replay=pool_replay(vote)) async def name(problem, ctx, p)`."""
+    from ttscale.capabilities import Capabilities
+
+    declared = Capabilities(replay=replay, difficulty_pool=difficulty_pool, adaptive_candidate=adaptive_candidate)
 
     def attach(fn: F) -> F:
         fn.Params = params  # type: ignore[attr-defined]
+        fn.capabilities = declared  # type: ignore[attr-defined]
         return fn
 
     return attach

@@ -1,4 +1,7 @@
-"""A run's config.json: the identity `--resume` checks, the spec it was made from, the machine it ran on."""
+"""A run's config.json: the identity `--resume` checks, the spec it was made from, the machine it ran on.
+
+Written stamped with its format version and read back in today's shape, whatever version wrote it
+(`ttscale.runformat`, through `RunDir.write_config` and `RunDir.read_config`)."""
 
 from __future__ import annotations
 
@@ -30,8 +33,7 @@ def write_config(
     if prepared.spec.server is not None:  # never a user:password or a credential-like query value from the URL
         spec["server"]["base_url"] = prepared.spec.server.public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
-    run_dir.write_json(
-        CONFIG,
+    run_dir.write_config(
         {
             "identity": json.loads(json.dumps(prepared.identity(), default=str)),
             "spec": spec,
@@ -48,10 +50,11 @@ def write_config(
 
 
 def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
-    """Add the started engine's description (versions, settings) to config.json."""
+    """Add the started engine's description (versions, settings) to config.json (an older version's config is
+    written back in today's shape and version: it was read in it)."""
     config = run_dir.read_config()
     config.setdefault("environment", {})["engine"] = info
-    run_dir.write_json(CONFIG, config)
+    run_dir.write_config(config)
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
@@ -100,8 +103,9 @@ def default_out(spec: RunSpec) -> Path:
 
 
 def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
-    """Refuse to resume a run whose stored identity differs from the one asked for."""
-    stored = _as_today(run_dir.read_config().get("identity"))
+    """Refuse to resume a run whose stored identity differs from the one asked for (the stored one read in
+    today's terms: `ttscale.runformat.migrate_config`)."""
+    stored = run_dir.read_config().get("identity")
     if not isinstance(stored, dict):  # edited by hand, or not written by ttscale: nothing to compare with
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: {run_dir.path / CONFIG} has no identity "
                           f"object (got {type(stored).__name__}); it was edited or not written by ttscale")
@@ -126,15 +130,3 @@ def _differences(stored: dict[str, Any], current: dict[str, Any], prefix: str = 
             out.append((prefix + key, a, b))
     return out
 
-
-def _as_today(identity: Any) -> Any:
-    """A stored identity in today's terms. Runs made before -1 became `max_model_len`'s default stored None (the
-    model's own length, or no start). For a run that started, that is the length -1 picks, since vLLM's fit lowers
-    the model's own length only when the KV cache cannot hold it."""
-    engine = identity.get("engine") if isinstance(identity, dict) else None
-    if not isinstance(engine, dict) or "backend" in engine:
-        return identity
-    if engine.get("max_model_len", -1) is None:
-        engine = {**engine, "max_model_len": -1}
-    # Runs made before deterministic mode existed ran without it.
-    return {**identity, "engine": {"deterministic": False, **engine}}

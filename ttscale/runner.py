@@ -11,15 +11,15 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
-from ttscale.engine.base import Engine, EngineConfig, context_length, is_fatal
+from ttscale.engine.base import Engine, context_length, is_fatal
 from ttscale.engine.determinism import refuse_served
-from ttscale.engine.openai import OpenAIConfig, is_transient
+from ttscale.engine.openai import is_transient
 from ttscale.messages import one_line
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
@@ -27,6 +27,7 @@ from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
 from ttscale.run_config import check_resume, check_spec_types, default_out, record_engine, write_config  # noqa: F401 - the runner's names too
+from ttscale.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
 from ttscale.runs import grade_samples
 from ttscale.schema import Answer, Problem, RunRecord
 from ttscale.stages import StageStore
@@ -36,62 +37,6 @@ from ttscale.summary import summarize
 
 Solver = Callable[[Problem], Awaitable[dict[str, Any]]]
 """Solves one problem and returns its results.jsonl record (in this process, or on a Ray worker)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunSpec:
-    """Everything that determines a run's results (stored in config.json, compared on resume)."""
-
-    strategy: str
-    """A registered strategy name (or alias)."""
-    budget: str = "8k"
-    """Per-problem budget, as `Budget.parse` reads it."""
-    task: str = "arithmetic"
-    """A task spec: `name` or `name:argument`."""
-    task_options: dict[str, Any] = field(default_factory=dict)
-    """Keyword options of the task factory (data_dir, field names, ...)."""
-    params: dict[str, Any] = field(default_factory=dict)
-    """Strategy parameters (strings from the CLI or typed values)."""
-    limit: int | None = None
-    """Only the first `limit` problems of the task."""
-    seed: int = 0
-    """The engine's sampling seed."""
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    """The engine settings, model included."""
-    concurrency: int = 64
-    """Problems in flight at once (the engine batches their requests)."""
-    hardware: str = "B200"
-    """Hardware profile that prices FLOPs and eFLOPs (budgets in those units, and every run's record)."""
-    backend: str = "vllm"
-    """`vllm`: an engine in this process (or one per Ray worker); `openai`: a served model, see `server`."""
-    server: OpenAIConfig | None = None
-    """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
-    total_budget: str | None = None
-    """A budget over the whole task (`200k`), in the unit of `budget`: one pool ledger funds every problem, so
-    the sum of their spend never passes it (`budget` still caps each problem). In-process runs only."""
-
-    def __post_init__(self) -> None:
-        check_spec_types(self)
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be ≥ 1, got {self.limit}")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
-        if self.backend not in ("vllm", "openai"):
-            raise ValueError(f"backend must be vllm or openai, got {self.backend!r}")
-        if self.backend == "openai" and self.server is None:
-            raise ValueError("backend openai needs a server: give --base-url URL and --model NAME")
-        if self.backend == "vllm" and self.server is not None:
-            raise ValueError("--base-url applies to --backend openai only")
-
-    def engine_config(self) -> EngineConfig | OpenAIConfig:
-        """What `start_engine` starts for this run."""
-        return self.server if self.server is not None else self.engine
-
-    def model_ref(self) -> str:
-        """The local model (folder, hub id or `embedded`) whose tokenizer and shape this run uses."""
-        if self.server is not None:
-            return self.server.tokenizer or self.server.model
-        return self.engine.model
 
 
 @dataclass

@@ -8,8 +8,11 @@ the environment), results.jsonl (one record per finished problem) and summary.js
 - errored problems (the strategy raised) are kept and counted: they are wrong answers, as in summary.json;
 - records of problems not in the run's task are left out with a warning, as summary.json leaves them out, and a
   record with a field of the wrong type is refused in one line (see `ttscale.records`);
-- each sample's correctness is the task grader's verdict the run stored; a run written before samples were
-  graded is graded here with its own task's grader (exact match when that task cannot load on this machine);
+- config.json and every record are read in today's shape whatever format version wrote them, and a version
+  newer than this code reads is refused in one line (`ttscale.runformat`);
+- each sample's correctness is the task grader's verdict the run stored; a sample of a run written before samples
+  were graded (its `correct` reads as None) is graded here with its own task's grader (exact match when that task
+  cannot load on this machine);
 - the model label comes from config.json's `identity.engine.model`.
 """
 
@@ -25,6 +28,7 @@ from typing import Any
 
 from ttscale.records import record_problem, task_problem_ids
 from ttscale.runfiles import StorageError
+from ttscale.runformat import migrate_config
 from ttscale.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
 
 Grade = Callable[[Any, str], bool]
@@ -55,11 +59,11 @@ class RunData:
     label: str
     """A short name, unique among the runs read together (the folder name, with its parent's when two clash)."""
     config: dict[str, Any]
-    """config.json ({} when absent: a directory of copied results)."""
+    """config.json in today's shape (`ttscale.runformat`; {} when absent: a directory of copied results)."""
     summary: dict[str, Any]
     """summary.json ({} when absent)."""
     records: list[dict[str, Any]]
-    """Every finished problem, first record per id, errored ones included."""
+    """Every finished problem, first record per id, errored ones included (each in today's shape)."""
     torn_tail: bool = False
     """Whether results.jsonl ends in a torn line (left out)."""
     foreign: int = 0
@@ -127,7 +131,7 @@ def read_run(path: str | Path, *, label: str | None = None, finished: bool = Tru
         warnings.warn(f"{folder / RESULTS}: {len(unfinished)} problem{'s' if len(unfinished) > 1 else ''} a server "
                       f"fault left unfinished left out (ttscale run --resume {folder} runs them again)",
                       UnfinishedWarning, stacklevel=2)
-    config = _read_json(folder / CONFIG)
+    config = _read_config(folder / CONFIG)
     records, foreign = _belonging(records, config, where=folder / RESULTS)
     if finished and not records:
         raise RunLoadError(f"{str(folder)!r} holds no finished problem yet ({RESULTS} is empty)")
@@ -239,6 +243,17 @@ def _labels(folders: list[Path]) -> dict[Path, str]:
 def _object(value: Any) -> dict[str, Any]:
     """`value` when it is a JSON object, else {} (a field edited into another type reads as absent)."""
     return value if isinstance(value, dict) else {}
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    """config.json in today's shape ({} when absent or not an object); RunLoadError for a version not read here."""
+    data = _read_json(path)
+    if not data:  # absent, not an object, or an empty one: nothing to read in any version
+        return data
+    try:
+        return migrate_config(data, where=path)
+    except RunDirError as exc:
+        raise RunLoadError(str(exc)) from None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -45,7 +45,7 @@ async def sample_pool(
     `phase`: the ledger counts the pool's tokens under that name too (see `Context.generate`)."""
     pool: list[Completion] = []
     while True:
-        n = p.n if p.n is not None else ctx.budget.affordable_samples(p.max_tokens)
+        n = p.n if p.n is not None else ctx.ledger.affordable_samples(p.max_tokens)
         if n < 1:
             break
         params = SamplingParams(
@@ -66,7 +66,7 @@ async def score_outcomes(ctx: Context, texts: list[str], *, verifier: str) -> li
     from ttscale.search.score import load_verifier
 
     rewards = list(await load_verifier(verifier).score_outcomes(ctx, texts))
-    ctx.budget.tally("reward_evaluations", len(texts))
+    ctx.ledger.tally("reward_evaluations", len(texts))
     return rewards
 
 

@@ -11,6 +11,11 @@ A directory is a run when it holds config.json (written first). A new run starts
 that is absent, empty, or holds what a start cut off before its config left (the lock, an empty
 results file), and a failed start removes only what it created. Run files are regular files, opened
 so that no open can block (a FIFO would hang it), with the mode the user's umask gives.
+
+config.json and each results.jsonl record carry their format version (ttscale.runformat): `write_config` and
+`append` stamp today's, and `read_config`, `records` and `unfinished_attempts` return today's shape (without the
+version) whatever version wrote the file (a results.jsonl may hold both: a resumed old run), refusing a newer
+one in one line.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import functools
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +42,7 @@ from ttscale.runfiles import (
     storage_error,
     write_atomic,
 )
+from ttscale.runformat import migrate_config, migrate_record, stamp_config, stamp_record
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -146,6 +152,8 @@ class RunDir:
                               f"no {CONFIG}); a new run needs a new or empty directory")
 
     def read_config(self) -> dict[str, Any]:
+        """config.json in today's shape (`ttscale.runformat.RunConfigData`, without `format`), whatever version
+        wrote it; a one-line RunDirError when it is absent, unreadable, not an object, or of a version not read here."""
         try:
             with os.fdopen(open_regular(self.path / CONFIG, os.O_RDONLY)[0], "rb") as handle:
                 data = json.loads(handle.read().decode("utf-8"))
@@ -157,10 +165,15 @@ class RunDir:
             raise RunDirError(f"cannot read {self.path / CONFIG}: {exc}") from None
         if not isinstance(data, dict):
             raise RunDirError(f"{self.path / CONFIG} is not a JSON object")
-        return data
+        return migrate_config(data, where=self.path / CONFIG)
+
+    def write_config(self, data: Mapping[str, Any]) -> None:
+        """Write config.json (today's shape) stamped with today's format version, atomically."""
+        self.write_json(CONFIG, dict(stamp_config(data, where=self.path / CONFIG)))
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
-        """Write atomically: a reader sees the old file or the new one, never half of one."""
+        """Write atomically: a reader sees the old file or the new one, never half of one. `data` is written as
+        given: config.json goes through `write_config`, which stamps its format version."""
         text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
         new = not os.path.lexists(self.path / name)
         write_atomic(self.path / name, _utf8(text, data, indent=2, sort_keys=True))
@@ -168,7 +181,7 @@ class RunDir:
             self._created.add(name)
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one result line and make it durable before returning."""
+        """Append one result line, stamped with today's format version, and make it durable before returning."""
         self.append_many([record])
 
     def append_many(self, records: list[dict[str, Any]]) -> None:
@@ -176,8 +189,9 @@ class RunDir:
         see `GroupCommit`); on failure none of them is kept."""
         if self._results is None:
             raise RuntimeError("RunDir.append outside open_for_writing()")
+        lines = [stamp_record(record, where=self.path / RESULTS) for record in records]
         try:
-            for record in records:
+            for record in lines:
                 try:
                     jsonlines.Writer(self._results, dumps=_dumps).write(record)
                 except UnicodeEncodeError:  # lone surrogates (a model's broken bytes): JSON escapes read back the same
@@ -194,7 +208,8 @@ class RunDir:
         self._size = self._results.tell()
 
     def records(self) -> list[dict[str, Any]]:
-        """Finished problems, first record per id (a torn last line is ignored)."""
+        """Finished problems, first record per id (a torn last line is ignored), each in today's shape whatever
+        version wrote its line (`ttscale.runformat`)."""
         # Copies: the parsed lines are kept for the next read, and a caller may edit what it gets.
         return [dict(r) for r in self._first().values()]
 
@@ -268,6 +283,7 @@ class RunDir:
                     if record is None:
                         bad_line = number
                         continue
+                    record = migrate_record(record, where=f"{path}:{number}")  # each line by its own version
                     if raw.endswith(b"\n"):
                         state.add(record, len(raw))
                     else:  # the last line, whole but for its newline

@@ -105,8 +105,8 @@ def tally_phases(ctx: Context, fmt: ThinkingFormat, completions: Sequence[Comple
     the engine returned, divided at the end of thinking, so `thinking_tokens + answer_tokens` is what it generated.
     """
     thought = sum(thought_length(ctx, fmt, c) for c in completions)
-    ctx.budget.tally("thinking_tokens", thought)
-    ctx.budget.tally("answer_tokens", sum(c.num_tokens for c in completions) - thought)
+    ctx.ledger.tally("thinking_tokens", thought)
+    ctx.ledger.tally("answer_tokens", sum(c.num_tokens for c in completions) - thought)
 
 
 def sampling(p: ThinkingParams, *, max_tokens: int, stop: tuple[str, ...] = (), n: int = 1) -> SamplingParams:

@@ -60,10 +60,10 @@ def test_params_are_validated_before_any_engine_starts(tmp_path: Path) -> None:
         parse_params(AdaptiveParams, {"policy": str(tmp_path / "missing.json")})
     with pytest.raises(ValueError, match="oracle-bin policy"):
         parse_params(AdaptiveParams, {"policy": str(synthetic_policy(tmp_path, bins="oracle"))})
-    with pytest.raises(ValueError, match="another strategy"):
+    with pytest.raises(ValueError, match="a strategy adaptive may route to"):
         parse_params(AdaptiveParams, {"fallback": "compute_optimal"})
     loop = synthetic_policy(tmp_path, candidates={c: {"strategy": "adaptive", "params": {}} for c in "ABC"})
-    with pytest.raises(ValueError, match="chooses adaptive itself"):
+    with pytest.raises(ValueError, match="chooses adaptive, which adaptive cannot route to"):
         parse_params(AdaptiveParams, {"policy": str(loop)})
 
 

@@ -24,12 +24,12 @@ from tests.adaptive.sim import (
 from ttscale.cli import main
 from ttscale.problem_engine import ProblemEngine
 from ttscale.routing.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
-from ttscale.routing.holdout import difficulty, holdout_cells, learn_from_sweep
-from ttscale.routing.outcomes import load_results
 from ttscale.routing.policy import Difficulty, LearnOptions, Policy, learn_policy
 from ttscale.routing.savings import baseline_tokens, tokens_saved
 from ttscale.schema import SamplingParams
 from ttscale.sweeps import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
+from ttscale.sweeps.holdout import difficulty, holdout_cells, learn_from_sweep
+from ttscale.sweeps.outcomes import load_results
 
 
 class SeedEcho(SeededSimulator):

@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 
 from tests.adaptive.sim import GenRMReplayEngine, PoolReplayEngine, SeededSimulator, engine_config, prepared_for
 from ttscale.cli import main
-from ttscale.routing.holdout import learn_from_sweep
-from ttscale.routing.outcomes import load_results, outcomes
 from ttscale.routing.policy import LearnOptions
 from ttscale.runner import solve
 from ttscale.storage import RESULTS, SUMMARY
-from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, create_sweep, derive_record, run_sweep
+from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
+from ttscale.sweeps.holdout import learn_from_sweep
+from ttscale.sweeps.outcomes import load_results, outcomes
+from ttscale.sweeps.replay import derive_record
 
 ANSWERS = ["7", "8", "9", None]
 LEDGER_KEYS = ("spent", "generated_tokens", "samples", "calls", "prompt_tokens", "capped_requests",
@@ -236,7 +237,7 @@ def test_a_genrm_s_v_grid_runs_its_largest_point_and_derives_the_rest() -> None:
 
 
 def test_best_at_compute_by_hand() -> None:
-    from ttscale.routing.replay import best_at_compute
+    from ttscale.sweeps.outcomes import best_at_compute
 
     def row(strategy: str, candidate: str, tokens: float, correct: int) -> dict[str, Any]:
         return {"strategy": strategy, "candidate": candidate, "budget": "2000", "seed": 0, "mean_tokens": tokens,
@@ -259,8 +260,7 @@ def test_best_at_compute_by_hand() -> None:
 
 def test_an_s_v_sweep_compares_sc_and_genrm_on_ledger_tokens(tmp_path: Path) -> None:
     from ttscale.cli.sweep import format_matched
-    from ttscale.routing.outcomes import sweep_table
-    from ttscale.routing.replay import best_at_compute
+    from ttscale.sweeps.outcomes import best_at_compute, sweep_table
 
     spec = SweepSpec(grid=(GridEntry.parse("genrm n=1|2 verifications=1|2 max_tokens=40 verify_tokens=16"),
                            GridEntry.parse("self_consistency n=1|2|4 max_tokens=40")),

@@ -1,4 +1,4 @@
-"""ttscale.bootstrap: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
+"""ttscale.stats.bootstrap: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ttscale.bootstrap import percentile_interval, resample_counts, resample_indices
+from ttscale.stats.bootstrap import percentile_interval, resample_counts, resample_indices
 
 
 def test_percentile_interval_of_finite_values() -> None:

@@ -1,4 +1,4 @@
-"""ttscale.paired: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
+"""ttscale.stats.paired: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ttscale.paired import METRICS, Effect, Metric, compare_pair, pair_records
+from ttscale.stats.paired import METRICS, Effect, Metric, compare_pair, pair_records
 
 TOKENS = [m for m in METRICS if m.name == "generated_tokens"]
 ACCURACY = [m for m in METRICS if m.name == "accuracy"]

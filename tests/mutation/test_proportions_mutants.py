@@ -1,4 +1,4 @@
-"""ttscale.proportions: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
+"""ttscale.stats.proportions: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from ttscale.proportions import paired_proportions, tango_interval
+from ttscale.stats.proportions import paired_proportions, tango_interval
 
 Z = statistics.NormalDist().inv_cdf(0.975)
 

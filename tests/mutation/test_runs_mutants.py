@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ttscale.runformat import migrate_config
 from ttscale.runs import (
     ForeignRecordsWarning,
     RunData,
@@ -93,7 +94,8 @@ def test_an_unfinished_run_reads_when_asked(tmp_path: Path) -> None:
 def test_a_real_run_reads_its_files() -> None:
     run = read_run(RUN)
     assert run.path == RUN and run.label == "sc-n4"
-    assert run.config == json.loads((RUN / "config.json").read_text())
+    # Written before deterministic mode: read in today's shape (ttscale.runformat), the file's values kept.
+    assert run.config == migrate_config(json.loads((RUN / "config.json").read_text()), where=RUN / "config.json")
     assert run.summary == json.loads((RUN / "summary.json").read_text())
     assert run.foreign == 0 and run.errored == []
 

@@ -57,7 +57,7 @@ def test_each_expansion_records_the_kv_of_children_expanded_parents_and_live_nod
         assert tree.kv_per_step[-1] == tree.unique_tokens([*kids_c, b])
 
     run(go())
-    stats = ctx.budget.to_dict()["tree"]
+    stats = ctx.ledger.to_dict()["tree"]
     assert stats["steps"] == 3 and stats["peak_unique_kv_tokens"] == max(tree.kv_per_step)
 
 
@@ -78,7 +78,7 @@ def test_child_prompts_are_exact_parent_prefixes_and_hit_the_cache() -> None:
         parent = next(n for n in search.tree.nodes if search.tree.path_ids(n) == prompt)
         assert parent.depth == 1 and request["stop"] == ("\n\n",)
         assert request["cached"] > 0
-    stats = ctx.budget.to_dict()["tree"]
+    stats = ctx.ledger.to_dict()["tree"]
     assert stats["expansion_requests"] == 3
     assert stats["expansion_cached_prompt_tokens"] == sum(r["cached"] for r in policy.requests)
     assert stats["expansion_prompt_tokens"] == sum(len(r["prompt"]) for r in policy.requests)
@@ -117,7 +117,7 @@ def test_score_calls_the_verifier_once_per_batch_and_never_twice_per_node() -> N
 
     values, again = run(go())
     assert again == values + values
-    stats = ctx.budget.to_dict()["tree"]
+    stats = ctx.ledger.to_dict()["tree"]
     assert (stats["verifier_calls"], stats["verifier_candidates"]) == (1, 4)
     assert all(v in (0.0, 0.5, 1.0) for v in values)
 
@@ -156,7 +156,7 @@ def test_budget_caps_expansions_and_the_ledger_sees_every_token() -> None:
             frontier = [c for g in groups for c in g if not c.terminal][:2]
 
     run(go())
-    ledger = ctx.budget.to_dict()
+    ledger = ctx.ledger.to_dict()
     assert ledger["spent"] <= 50 and not search.can_expand
     assert ledger["generated_tokens"] == policy.generated_tokens
     assert ledger["capped_requests"] >= 1

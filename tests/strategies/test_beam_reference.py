@@ -87,7 +87,7 @@ def run_beam(
     fn = STRATEGIES.get("beam")
     p = parse_params(params_class(fn), {k: str(v) for k, v in params.items()})
     answer = asyncio.run(fn(ctx.problem, ctx, p))
-    return answer, ctx.budget.to_dict(), engine
+    return answer, ctx.ledger.to_dict(), engine
 
 
 def end(k: int) -> str:
@@ -201,5 +201,5 @@ def test_the_simulated_policy_search_stays_in_budget_with_duplicates_filtered() 
         ctx = make_context(SimulatedArithmeticPolicy(seed=budget, p_intro=1.0), budget)
         p = parse_params(params_class(fn), {"n": "8", "width": "2", "max_tokens": "64"})
         answer = asyncio.run(fn(ctx.problem, ctx, p))
-        assert ctx.budget.to_dict()["spent"] <= budget
+        assert ctx.ledger.to_dict()["spent"] <= budget
         assert len(answer.samples) <= 8 and (answer.info["final"] == 8 or answer.info["budget_ended"])

@@ -51,13 +51,13 @@ def test_no_strategy_ever_exceeds_its_budget_or_misreports_tokens(
     task = StatefulArithmeticTask(levels=(1, 2), per_level=10, queries=3) if name == "sleep_time" else None
     ctx = make_context(sim, budget, problem_index=index, task=task)
     answer = asyncio.run(fn(ctx.problem, ctx, parse_params(cls, raw)))
-    ledger = ctx.budget.to_dict()
+    ledger = ctx.ledger.to_dict()
     assert ledger["spent"] <= budget
     # A shared stage (sleep-time notes) is metered on a ledger of its own, within its own budget.
     staged = sum(int(r.ledger["generated_tokens"]) for r in ctx.stages.results())
     assert all(r.ledger["generated_tokens"] <= r.ledger["budget"] for r in ctx.stages.results())
     assert ledger["generated_tokens"] + staged == sim.generated_tokens
-    assert ctx.budget.reserved == 0  # nothing left in flight
+    assert ctx.ledger.reserved == 0  # nothing left in flight
     if name in ("budget_forcing", "no_thinking", "revision"):  # sequential: every token metered by its phase
         assert ledger.get("thinking_tokens", 0) + ledger.get("answer_tokens", 0) == ledger["generated_tokens"]
     if name == "sleep_time":  # the query's ledger: test-time tokens only

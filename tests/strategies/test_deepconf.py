@@ -15,7 +15,8 @@ from tests.adaptive.sim import PoolReplayEngine, prepared_for
 from ttscale.runner import solve
 from ttscale.schema import Generation, Sample, SamplingParams
 from ttscale.strategies.deepconf import DeepConfParams, deepconf, select_offline
-from ttscale.sweeps import GridEntry, SweepSpec, derive_record
+from ttscale.sweeps import GridEntry, SweepSpec
+from ttscale.sweeps.replay import derive_record
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 
@@ -55,7 +56,7 @@ def test_offline_on_the_simulator_keeps_confidences_for_replay() -> None:
     answer = asyncio.run(deepconf(ctx.problem, ctx, DeepConfParams(max_tokens=64, eta=0.5, window=8)))
     assert all(s.confidences and len(s.confidences) == s.num_tokens for s in answer.samples)
     assert all(request["n"] >= 1 for request in policy.requests)
-    assert answer.info["kept"] >= len(answer.samples) // 2 and ctx.budget.spent <= 2048
+    assert answer.info["kept"] >= len(answer.samples) // 2 and ctx.ledger.spent <= 2048
     # Wrong traces are scripted as less confident: the kept half is more often right than the whole pool.
     right = ctx.problem.reference
     kept = [s for s in answer.samples if s.score is not None and s.score >= answer.info["threshold"]]
@@ -89,8 +90,8 @@ def test_online_aborts_a_trace_at_its_first_window_below_the_threshold_and_meter
     assert answer.info["stopped"] == {"threshold": 1, "consensus": 0} and policy.aborted == 1
     assert answer.info["n"] == 6 and answer.info["voters"] == 5  # the stopped trace does not vote
     # Every token generated is paid, the stopped trace's 11 included; nothing past the stop.
-    assert ctx.budget.spent == policy.generated_tokens == sum(s.num_tokens for s in answer.samples)
-    assert ctx.budget.spent <= 4096
+    assert ctx.ledger.spent == policy.generated_tokens == sum(s.num_tokens for s in answer.samples)
+    assert ctx.ledger.spent <= 4096
 
 
 def test_online_stops_sampling_at_consensus() -> None:
@@ -101,7 +102,7 @@ def test_online_stops_sampling_at_consensus() -> None:
                                                                    max_tokens=64)))
     assert answer.prediction == ctx.problem.reference
     assert answer.info["n"] == 4 and answer.info["consensus"] == 1.0 and len(policy.requests) == 1
-    assert ctx.budget.spent < 4 * 64 + 1  # the rest of the 8k budget is left unspent
+    assert ctx.ledger.spent < 4 * 64 + 1  # the rest of the 8k budget is left unspent
 
 
 @pytest.mark.parametrize("parallel", [1, 4])
@@ -111,10 +112,10 @@ def test_online_never_exceeds_the_budget_or_n(parallel: int, n: int | None) -> N
     ctx = make_context(policy, "1500", problem_index=9)
     p = DeepConfParams(mode="online", warmup=4, window=6, eta=0.9, max_tokens=64, parallel=parallel, n=n)
     answer = asyncio.run(deepconf(ctx.problem, ctx, p))
-    assert ctx.budget.spent <= 1500 and ctx.budget.spent == policy.generated_tokens
+    assert ctx.ledger.spent <= 1500 and ctx.ledger.spent == policy.generated_tokens
     assert answer.info["n"] == len(answer.samples) == (12 if n else answer.info["n"])
     if n is None:  # drawn until another trace of 64 tokens no longer fits
-        assert 1500 - ctx.budget.spent < 64 * parallel
+        assert 1500 - ctx.ledger.spent < 64 * parallel
     # η = 90% (DeepConf-high): the wrong traces, scripted less confident, fall below the warm-up's 10th percentile.
     assert answer.info["stopped"]["threshold"] >= 1
 

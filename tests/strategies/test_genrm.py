@@ -68,7 +68,7 @@ def test_genrm_sends_s_solutions_then_v_chains_each_and_a_verdict_per_chain() ->
     answer, ctx, sim = run("4k", max_tokens=64, verify_tokens=48)
     s, v = answer.info["S"], answer.info["V"]
     assert s == budget_split(4000 // 64, lam=49 / 64, solution_share=0.594)[0]
-    ledger = ctx.budget.to_dict()
+    ledger = ctx.ledger.to_dict()
     solution_tokens = ledger["generated_tokens"] - ledger["verifier"]["generated_tokens"]
     assert v == (4000 - solution_tokens) // (s * 49)  # V from the budget the real solutions left, chains uncut
     assert answer.info["lambda_cap"] == 0.75 and answer.info["solutions"] == s == len(answer.samples)
@@ -115,7 +115,7 @@ def test_explicit_s_and_v_and_weighted_selection() -> None:
 def test_tiny_budgets_end_cleanly() -> None:
     for budget in (1, 30, 200):
         answer, ctx, sim = run(budget, max_tokens=64, verify_tokens=64)
-        ledger = ctx.budget.to_dict()
+        ledger = ctx.ledger.to_dict()
         assert ledger["spent"] <= budget and ledger["generated_tokens"] == sim.generated_tokens
         assert answer.info["S"] >= 1 and answer.info["V"] >= 1
 
@@ -212,7 +212,7 @@ def test_verdicts_come_from_the_chain_and_lambda_is_measured_from_the_ledger() -
     solution_tokens = len(f"The answer is {ref}.") + 1 + len(f"The answer is {int(ref) + 1}.") + 1  # + EOS each
     chain_tokens = sum(len(t) + 1 for t in ["Right." + ASK + " Yes", "I cannot tell.", "Wrong." + ASK + " No",
                                              "Fine." + ASK + " Yes"])
-    ledger = ctx.budget.to_dict()
+    ledger = ctx.ledger.to_dict()
     assert ledger["generated_tokens"] - ledger["verifier"]["generated_tokens"] == solution_tokens
     assert ledger["verifier"]["generated_tokens"] == chain_tokens + 1  # + the one appended verdict token
     # λ per verification: (verifier tokens / 4 chains) / (policy tokens / 2 solutions).
@@ -255,11 +255,11 @@ def test_v_is_planned_from_the_budget_the_real_solutions_left() -> None:
     answer, ctx, _ = scripted(1000, max_tokens=64, verify_tokens=48)
     # The 4 solutions ("The answer is 6." / "... 7.", 16 characters + EOS) take 68 tokens, not 4·64: the 932
     # left pay floor(932 / (4·49)) = 4 uncut chains each, one more than the cap-based plan.
-    solution_tokens = ctx.budget.usage["policy"].generated_tokens
+    solution_tokens = ctx.ledger.usage["policy"].generated_tokens
     assert solution_tokens == 2 * len(f"The answer is {ctx.problem.reference}.") + 2 * len(
         f"The answer is {int(ctx.problem.reference) + 1}.") + 4
     assert (answer.info["S"], answer.info["V"]) == (4, (1000 - solution_tokens) // (4 * 49)) == (4, 4)
-    assert ctx.budget.to_dict()["capped_requests"] == 0 and ctx.budget.spent <= 1000
+    assert ctx.ledger.to_dict()["capped_requests"] == 0 and ctx.ledger.spent <= 1000
 
 
 def test_an_explicit_v_is_lowered_so_that_no_chain_is_cut() -> None:
@@ -267,7 +267,7 @@ def test_an_explicit_v_is_lowered_so_that_no_chain_is_cut() -> None:
     answer, ctx, sim = scripted(600, n=4, verifications=5, max_tokens=64, verify_tokens=48)
     assert answer.info["V"] == 2 and answer.info["V_requested"] == 5
     assert [r["n"] for r in sim.requests if r["max_tokens"] == 48] == [2, 2, 2, 2]
-    assert ctx.budget.to_dict()["capped_requests"] == 0
+    assert ctx.ledger.to_dict()["capped_requests"] == 0
 
 
 def test_plan_verifications_by_hand() -> None:
@@ -285,7 +285,7 @@ def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run(script: str, legacy: 
     and the replay still leaves them out of the mean."""
     from ttscale.budget import Budget
     from ttscale.runner import Meters, Prepared, RunSpec, solve
-    from ttscale.sweeps import derive_record
+    from ttscale.sweeps.replay import derive_record
 
     def prepared(budget: int, **params: Any) -> Prepared:
         raw = {k: str(v) for k, v in {"max_tokens": 64, "verify_tokens": 64, **params}.items()}

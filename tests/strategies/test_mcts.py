@@ -56,7 +56,7 @@ def run_scripted(
     ctx = make_context(engine, budget)
     fn = STRATEGIES.get("mcts")
     answer = asyncio.run(fn(ctx.problem, ctx, parse_params(MCTSParams, {k: str(v) for k, v in params.items()})))
-    return answer, ctx.budget.to_dict(), engine
+    return answer, ctx.ledger.to_dict(), engine
 
 
 def expansions(engine: ScriptedSteps) -> list[tuple[str, ...]]:
@@ -178,7 +178,7 @@ def test_on_the_simulator_the_search_finds_the_answer_and_its_statistics_agree(m
         p = parse_params(MCTSParams, {"verifier": "noisy_oracle:noise=0", "c_puct": "2", **mode})
         answer = asyncio.run(STRATEGIES.get("mcts")(ctx.problem, ctx, p))
         correct += ctx.task.grade(answer.prediction, ctx.problem)
-        info, ledger = answer.info, ctx.budget.to_dict()
+        info, ledger = answer.info, ctx.ledger.to_dict()
         tree = ledger["tree"]
         assert info["simulations"] >= 1 and sum(info["root_visits"]) == info["simulations"]
         assert len(info["root_visits"]) == 4 and info["answer_visits"] <= max(info["root_visits"])
@@ -224,9 +224,9 @@ def test_every_mode_keeps_the_budget_and_reports_every_token(
     ctx = make_context(sim, budget, problem_index=seed % 60)
     raw = {"max_tokens": str(max_tokens), "step_tokens": str(step_tokens), "simulations": str(simulations), **mode}
     answer = asyncio.run(STRATEGIES.get("mcts")(ctx.problem, ctx, parse_params(MCTSParams, raw)))
-    ledger = ctx.budget.to_dict()
+    ledger = ctx.ledger.to_dict()
     assert ledger["spent"] <= budget and ledger["generated_tokens"] == sim.generated_tokens
-    assert ctx.budget.reserved == 0
+    assert ctx.ledger.reserved == 0
     assert all(0 < s.num_tokens <= max_tokens for s in answer.samples)
     assert simulations is None or answer.info["simulations"] <= simulations
     assert sum(answer.info["root_visits"]) == answer.info["simulations"]

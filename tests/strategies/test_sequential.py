@@ -136,7 +136,7 @@ def _simulated(policy: SimulatedArithmeticPolicy, name: str, budget: int, **para
     ctx = make_context(policy, budget, problem_index=3)
     fn = STRATEGIES.get(name)
     answer = asyncio.run(fn(ctx.problem, ctx, params_class(fn)(**params)))
-    return answer, ctx.budget.to_dict()
+    return answer, ctx.ledger.to_dict()
 
 
 def test_revision_meters_thinking_and_answer_tokens_apart() -> None:

@@ -151,7 +151,7 @@ def test_forced_words_are_prompt_tokens_in_the_chain_the_sample_and_the_ledger_a
     thoughts = ["First.\n</think>\n", " Second.\n</think>\n", " Third.\n</think>\n"]
     engine = Scripted(*thoughts, "The answer is 5.")
     answer, ctx = _run(engine, budget_forcing, BudgetForcingParams(thinking_budget=100, waits=2))
-    ledger = ctx.budget.to_dict()
+    ledger = ctx.ledger.to_dict()
     [sample], [chain] = answer.samples, answer.info["chains"]
     generated = sum(len(t) for t in thoughts)  # each thought through its delimiter: what the engine returned
     assert chain["waits"] == 2 and chain["forced_tokens"] == 2 * len("Wait") == ledger["forced_tokens"]

@@ -33,7 +33,7 @@ def run_sim(
     ctx = make_context(sim, budget, problem_index=index)
     answer = asyncio.run(fn(ctx.problem, ctx, parse_params(params_class(fn), {k: str(v) for k, v in params.items()})))
     answer_ok = ctx.task.grade(answer.prediction, ctx.problem)
-    return answer, {**ctx.budget.to_dict(), "correct": answer_ok, "reference": ctx.problem.reference}, sim
+    return answer, {**ctx.ledger.to_dict(), "correct": answer_ok, "reference": ctx.problem.reference}, sim
 
 
 def accuracy(name: str, problems: int = 20, **params: Any) -> float:

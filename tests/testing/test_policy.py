@@ -15,7 +15,7 @@ def test_a_registered_strategy_runs_on_the_public_simulator_within_its_budget() 
     fn = STRATEGIES.get("self_consistency")
     answer = asyncio.run(fn(ctx.problem, ctx, params_class(fn)(n=4, max_tokens=128)))
     assert len(answer.samples) == 4
-    assert ctx.budget.usage["policy"].generated_tokens == policy.generated_tokens
+    assert ctx.ledger.usage["policy"].generated_tokens == policy.generated_tokens
     assert 0 < policy.generated_tokens <= 2000
 
 

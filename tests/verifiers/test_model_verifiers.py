@@ -36,9 +36,9 @@ def test_llm_judge_scores_each_step_once_and_reuses_prefixes(sync_engine: Any) -
     assert [len(s) for s in scores] == [2, 2]
     assert all(0.0 <= x <= 1.0 for row in scores for x in row)
     assert scores[0][0] == scores[1][0]  # the shared first step is judged once
-    verifier = ctx.budget.usage["verifier"]
+    verifier = ctx.ledger.usage["verifier"]
     assert verifier.calls == 3 and verifier.generated_tokens == 3
-    assert ctx.budget.usage["policy"].calls == 0
+    assert ctx.ledger.usage["policy"].calls == 0
     again = sync_engine.loop.run(judge.score_steps(ctx, candidates))
     assert again == scores and verifier.calls == 3  # cached per problem: no new engine calls
     assert verifier.cached_prompt_tokens > 0  # the judge prompts share the problem's prefix
@@ -52,10 +52,10 @@ def test_genrm_verifies_with_v_chains_metered_as_verifier_tokens(sync_engine: An
         genrm.score_outcomes(ctx, ["3 + 4 = 7. The answer is 7.", "The answer is 9."])
     )
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
-    verifier = ctx.budget.usage["verifier"]
+    verifier = ctx.ledger.usage["verifier"]
     assert verifier.calls == 2 + 4  # one chain request per solution, one verdict token per chain
     assert verifier.samples == 2 * 2 + 4
-    assert ctx.budget.spent == verifier.generated_tokens <= 2 * 2 * 16 + 4
+    assert ctx.ledger.spent == verifier.generated_tokens <= 2 * 2 * 16 + 4
     assert verifier.cached_prompt_tokens > 0  # verdicts reuse the prompt + chain prefix
 
 
@@ -63,7 +63,7 @@ def test_genrm_verifies_with_v_chains_metered_as_verifier_tokens(sync_engine: An
 def test_verifiers_abstain_when_the_budget_is_spent(sync_engine: Any) -> None:
     ctx = context(sync_engine, budget="1")
     scores = sync_engine.loop.run(LLMJudge(default=0.25).score_steps(ctx, [["a", "b"]]))
-    assert ctx.budget.spent <= 1
+    assert ctx.ledger.spent <= 1
     assert 0.25 in scores[0]  # the second judgement found no budget left
 
 

@@ -46,9 +46,9 @@ def test_one_score_per_step_tag_in_unit_range(sync_engine: Any, prm: PRM) -> Non
 def test_prm_scores_are_metered_as_verifier_prompt_tokens(sync_engine: Any, prm: PRM) -> None:
     ctx = context(sync_engine)
     sync_engine.loop.run(prm.score_steps(ctx, [["x = 1", "y = 2"], ["z = 3"]]))
-    verifier = ctx.budget.usage["verifier"]
+    verifier = ctx.ledger.usage["verifier"]
     assert verifier.calls == 2 and verifier.prompt_tokens > 20 and verifier.generated_tokens == 0
-    assert ctx.budget.spent == 0  # a token budget counts generated tokens; scoring generates none
+    assert ctx.ledger.spent == 0  # a token budget counts generated tokens; scoring generates none
     sync_engine.loop.run(prm.score_steps(ctx, [["x = 1", "y = 2"]]))
     assert verifier.calls == 2  # a path already scored for this problem is not sent again
 

@@ -129,13 +129,13 @@ def allocate(
     cells and trials already done are read back. Works inside a running event loop too. `agent_tokens`: tokens
     of one agent reply at most.
     """
-    from ttscale.api import _stamp, call_config, drive
+    from ttscale.session import call_config, drive, stamp
 
     given = {**(settings or {}), **({"total_budget": total_budget} if total_budget is not None else {})}
     make_study(space, given)  # refused in one line before any engine starts
     check_proposers(proposers)
     config = call_config(engine, model=model, engine_args=None, config=None)
-    root = Path(out) if out is not None else Path("allocations") / f"{space}-{_stamp()}"
+    root = Path(out) if out is not None else Path("allocations") / f"{space}-{stamp()}"
 
     async def work(started: Any) -> AllocationSearch:
         if started is None:

@@ -8,7 +8,9 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ttscale.cli.config import (
+from ttscale.comparison import COMPARE, GROUPS, compare
+from ttscale.errors import UsageError
+from ttscale.flags import (
     ENGINE_FLAGS,
     ENGINE_SWITCHES,
     add_engine_flags,
@@ -16,8 +18,6 @@ from ttscale.cli.config import (
     engine_settings,
     task_options,
 )
-from ttscale.comparison import COMPARE, GROUPS, compare
-from ttscale.errors import UsageError
 
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
 _RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", "task_option",

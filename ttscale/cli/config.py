@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.errors import UsageError
+from ttscale.flags import ENGINE_SWITCHES
 
 _CONFIG_MAX_BYTES = 1 << 20
 #: Flags a config file may not set: where the run continues and which file to read are command-line matters.
@@ -46,56 +47,6 @@ def apply_config_file(args: argparse.Namespace, command: str = "run") -> None:
             setattr(args, name, [*value, *(getattr(args, name, None) or [])])
         elif getattr(args, name, None) is None or (getattr(args, name) is False and name not in ENGINE_SWITCHES):
             setattr(args, name, value)  # an engine switch's False is a choice (--no-deterministic), not unset
-
-
-#: Engine settings with a flag of their own (EngineConfig fields); every other one is an --engine-arg.
-ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
-#: Engine settings that are on/off flags (`--deterministic` / `--no-deterministic`; true or false in a file).
-ENGINE_SWITCHES = ("deterministic",)
-
-
-def add_engine_flags(p: argparse.ArgumentParser) -> None:
-    """The engine flags `run` and `sweep` share."""
-    for flag, kind in ENGINE_FLAGS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=f"engine setting {flag}")
-    p.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
-                   help="samples that do not depend on the batch, the concurrency or the workers: float32 on a CPU, "
-                        "vLLM's batch-invariant kernels on an H100-class GPU (refused elsewhere); kept on --resume")
-    p.add_argument("--engine-arg", action="append", metavar="KEY=VALUE",
-                   help="any argument of the installed vLLM's engine, e.g. tensor_parallel_size=2, "
-                        "quantization=fp8, kv_cache_dtype=fp8, max_num_seqs=128 (repeatable; JSON for structures)")
-    p.add_argument("--chat-template-kwargs", action="append", metavar="KEY=VALUE",
-                   help="an option of the model's chat template, e.g. enable_thinking=false (repeatable; JSON values)")
-
-
-def engine_settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
-    """The EngineConfig changes the engine flags given ask for (checked: one-line errors)."""
-    from ttscale.engine.args import EngineArgError, parse_engine_args
-
-    changes: dict[str, Any] = {k: getattr(args, k) for k in (*ENGINE_FLAGS, *ENGINE_SWITCHES)
-                               if getattr(args, k, None) is not None}
-    if getattr(args, "engine_arg", None):
-        try:
-            changes["engine_args"] = parse_engine_args(args.engine_arg)
-        except EngineArgError as exc:
-            raise UsageError(f"{command}: {exc}") from None
-    if getattr(args, "chat_template_kwargs", None):
-        changes["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, command)
-    return changes
-
-
-def chat_template_kwargs(items: list[str], command: str, *, flag: str = "--chat-template-kwargs") -> dict[str, Any]:
-    """`KEY=VALUE` items, each value read as JSON where it is JSON (false, 3, "x"), else as the text."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{command}: {flag} takes KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
 
 
 def _read_config(path: str, command: str) -> dict[str, Any]:
@@ -208,64 +159,4 @@ def _load_yaml(text: str) -> Any:
         raise ValueError(str(exc)) from None
 
 
-#: --backend openai settings (OpenAIConfig fields besides base_url and model).
-SERVER_FLAGS = {
-    "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
-    "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
-    "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
-    "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
-    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429, 5xx or a malformed 200 "
-                    "(default 6)"),
-}
-
-
-def add_task_option_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task-option", action="append", metavar="KEY=VALUE",
-                   help="an option of the task's factory, repeatable (arithmetic_stateful: queries=5 per_level=20)")
-
-
-def task_options(args: argparse.Namespace, command: str, **given: Any) -> dict[str, Any]:
-    """`--task-option` items (values read as JSON where they are JSON) over the options other flags gave."""
-    return {**{k: v for k, v in given.items() if v is not None},
-            **chat_template_kwargs(getattr(args, "task_option", None) or [], command, flag="--task-option")}
-
-
-def add_backend_flags(p: argparse.ArgumentParser) -> None:
-    """`--config`, `--backend` and the served model's flags, as `run` and `sweep` share them."""
-    p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
-    p.add_argument("--backend", choices=("vllm", "openai"), help="vllm (default) or openai: a served model")
-    p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (a "
-                   "query string is sent; run files show key/token/sig/password/secret values in it as ***)")
-    for flag, (kind, text) in SERVER_FLAGS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
-
-
-def server_settings(args: argparse.Namespace, stored: Any, command: str) -> Any:
-    """The --backend openai settings (an OpenAIConfig): the `stored` ones (on resume) with the flags on top."""
-    from ttscale.engine.openai import OpenAIConfig
-
-    values: dict[str, Any] = dict(vars(stored)) if stored is not None else {}
-    values.update({f: getattr(args, f) for f in ("base_url", *SERVER_FLAGS) if getattr(args, f, None) is not None})
-    if getattr(args, "chat_template_kwargs", None):
-        values["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, command)
-    if args.model is not None:
-        values["model"] = args.model
-    if not values.get("base_url"):
-        raise UsageError(f"{command}: --backend openai needs --base-url URL (the server's API root)")
-    if not values.get("model"):
-        raise UsageError(f"{command}: --backend openai needs --model NAME (the name the server serves the model under)")
-    try:
-        return OpenAIConfig(**values)
-    except ValueError as exc:
-        raise UsageError(f"{command}: {exc}") from None
-
-
-def vllm_only(args: argparse.Namespace, command: str) -> None:
-    """Refuse the served model's flags without --backend openai."""
-    given = [f for f in ("base_url", *SERVER_FLAGS) if getattr(args, f, None) is not None]
-    if given:
-        raise UsageError(f"{command}: --{given[0].replace('_', '-')} applies to --backend openai only")
-
-
-__all__ = ["ENGINE_FLAGS", "ENGINE_SWITCHES", "SERVER_FLAGS", "add_backend_flags", "add_engine_flags",
-           "apply_config_file", "chat_template_kwargs", "engine_settings", "server_settings", "vllm_only"]
+__all__ = ["apply_config_file"]

@@ -11,17 +11,35 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ttscale.errors import UsageError
 
-LAWS = ("coverage", "saturation", "kinetics", "genrm")  # as ttscale.scaling.laws (not imported: --help stays fast)
+
+class _Laws(Sequence[str]):
+    """`ttscale.scaling.laws.LAWS`, read when argparse first looks (help, or checking --law): importing the laws
+    takes numpy and scipy (0.8 s), which no other command should pay for."""
+
+    def _names(self) -> tuple[str, ...]:
+        from ttscale.scaling.laws import LAWS
+
+        return LAWS
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+LAWS = _Laws()
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "fit",
-        help="fit a scaling law (coverage, saturation, kinetics, genrm) with bootstrap CIs",
+        help="fit a scaling law (--law, see `ttscale fit --help`) with bootstrap CIs",
         description=(
             "Fit a test-time scaling law to run directories or to a CSV of points. CSV columns: "
             "coverage: k,coverage; saturation: budget,accuracy; kinetics: model,cost,accuracy; "
@@ -30,7 +48,7 @@ def register(sub: Any) -> None:
         ),
     )
     parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run directories holding results.jsonl")
-    parser.add_argument("--law", required=True, choices=LAWS)
+    parser.add_argument("--law", required=True, choices=LAWS, metavar="LAW", help="the law: %(choices)s")
     parser.add_argument(
         "--points", metavar="FILE.csv", help="a CSV of the law's variables instead of run directories"
     )

@@ -1,7 +1,7 @@
 """`ttscale sweep` (a grid of runs, generated once per pool) and `ttscale policy` (a per-difficulty policy from one).
 
 A thin adapter: the sweep is `ttscale.api.sweep` (which runs `ttscale.sweeps` and reads the results back with
-`ttscale.routing.outcomes`), the policy is learned by `ttscale.routing.holdout.learn_from_sweep`.
+`ttscale.sweeps.outcomes`), the policy is learned by `ttscale.sweeps.holdout.learn_from_sweep`.
 """
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ from typing import Any
 
 from ttscale.api import sweep
 from ttscale.budget import Budget
-from ttscale.cli.config import (
+from ttscale.cli.config import apply_config_file
+from ttscale.engine.base import EngineConfig
+from ttscale.errors import UsageError
+from ttscale.flags import (
     add_backend_flags,
     add_engine_flags,
     add_task_option_flag,
-    apply_config_file,
     engine_settings,
     server_settings,
     task_options,
     vllm_only,
 )
-from ttscale.engine.base import EngineConfig
-from ttscale.errors import UsageError
-from ttscale.routing.holdout import SOURCES, learn_from_sweep
 from ttscale.routing.policy import LearnOptions
 from ttscale.sweeps import SWEEP
+from ttscale.sweeps.holdout import SOURCES, learn_from_sweep
 
 
 def register(sub: Any) -> None:

@@ -96,7 +96,7 @@ def pass_at_k_table(
     import numpy as np
     import pandas as pd
 
-    from ttscale.bootstrap import percentile_interval, resample_counts
+    from ttscale.stats.bootstrap import percentile_interval, resample_counts
 
     rows = []
     for run, group in problems.groupby("run", sort=False):

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ttscale.bootstrap import percentile_interval, resample_indices
 from ttscale.reporting.frames import run_table
+from ttscale.stats.bootstrap import percentile_interval, resample_indices
 
 if TYPE_CHECKING:
     import pandas as pd

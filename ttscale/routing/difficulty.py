@@ -7,7 +7,7 @@ or of a prediction of it that needs none (*predicted*). The token-entropy featur
 observation that a model's per-token entropy tracks how hard it finds a problem.
 
 Symbols: p̂₁ the fraction of a problem's stored samples that are correct (a held-out pool of its own,
-ttscale.routing.holdout); B bins, bin 1 the easiest;
+ttscale.sweeps.holdout); B bins, bin 1 the easiest;
 thresholds t_1 ≥ … ≥ t_{B−1} (quantiles of p̂₁), bin(x) = 1 + #{j : x ≤ t_j}, so ties fall into the
 harder bin (every never-solved problem lands in bin B, the "hopeless" one): the layout of policies
 learned before equal bins. Equal bins (`equal_cuts`, Snell's five quantile bins) break ties by a seeded
@@ -124,7 +124,7 @@ async def run_probe(ctx: Context, settings: ProbeSettings) -> Probe:
     """Spend the probe through the problem's metered door: its tokens are in the problem's ledger."""
     from ttscale.sampling import score_outcomes
 
-    before = ctx.budget.spent
+    before = ctx.ledger.spent
     params = SamplingParams(n=settings.n, temperature=settings.temperature, top_p=settings.top_p,
                             max_tokens=settings.max_tokens, logprobs=0)
     completions = (await ctx.generate(ctx.prompt(), params)).completions
@@ -137,9 +137,9 @@ async def run_probe(ctx: Context, settings: ProbeSettings) -> Probe:
     )
     features = features_of(answers=[s.answer for s in samples], verifier_scores=scores,
                            mean_logprobs=[c.mean_logprob for c in completions])
-    spent = ctx.budget.spent - before
+    spent = ctx.ledger.spent - before
     # Recorded apart from the strategy's spend, so a record shows what the routing itself cost.
-    ctx.budget.extra["probe"] = {"spent": spent, "samples": len(samples), **features.to_dict()}
+    ctx.ledger.extra["probe"] = {"spent": spent, "samples": len(samples), **features.to_dict()}
     prediction = (await asyncio.to_thread(majority_vote, samples))[0]  # a symbolic merge waits on the grader
     return Probe(features=features, samples=samples, spent=spent, prediction=prediction)
 

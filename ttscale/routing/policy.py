@@ -67,7 +67,7 @@ class Difficulty:
     """What the sweep says about one problem's difficulty."""
 
     pass1: float
-    """p̂₁: the fraction of its stored i.i.d. samples that are correct (routing.holdout: apart from the probe's)."""
+    """p̂₁: the fraction of its stored i.i.d. samples that are correct (sweeps.holdout: apart from the probe's)."""
     features: Features | None = None
     """Probe features (predicted and verifier bins need them)."""
     probe_correct: float | None = None

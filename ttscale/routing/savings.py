@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ttscale.bootstrap import resample_indices
+from ttscale.stats.bootstrap import resample_indices
 
 Bound = Literal["exact", "at_most", "at_least"]
 

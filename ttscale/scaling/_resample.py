@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ttscale.bootstrap import CHUNK_ENTRIES, resample_counts
+from ttscale.stats.bootstrap import CHUNK_ENTRIES, resample_counts
 
 #: Count matrices are built in chunks of about this many entries (memory: 8 bytes each).
 _CHUNK_ENTRIES = CHUNK_ENTRIES

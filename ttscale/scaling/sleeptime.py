@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ttscale.bootstrap import percentile_interval, resample_indices
+from ttscale.stats.bootstrap import percentile_interval, resample_indices
 
 Records = Sequence[Mapping[str, Any]]
 

@@ -99,7 +99,7 @@ class Search:
             "expansion_cached_prompt_tokens": 0,
         }
         # The tree's statistics go into the record when it is written (a strategy error still leaves them).
-        ctx.budget.views["tree"] = lambda: {**self.tree.stats(), **self.counters}
+        ctx.ledger.views["tree"] = lambda: {**self.tree.stats(), **self.counters}
 
     @property
     def root(self) -> Node:
@@ -109,7 +109,7 @@ class Search:
     @property
     def can_expand(self) -> bool:
         """False once the budget cannot pay for one more generated token."""
-        return not self.ctx.budget.exhausted
+        return not self.ctx.ledger.exhausted
 
     def width_from_budget(self, *, multiple_of: int = 1) -> int:
         """N = B / max_tokens (the paths the budget pays for in the worst case), rounded down to a multiple.
@@ -118,7 +118,7 @@ class Search:
         the same N. Returns at least `multiple_of` when the budget pays for that many, else
         whatever it pays for (possibly 0).
         """
-        affordable = self.ctx.budget.affordable_samples(self.p.max_tokens)
+        affordable = self.ctx.ledger.affordable_samples(self.p.max_tokens)
         if affordable < multiple_of:
             return affordable
         return affordable - affordable % multiple_of
@@ -233,7 +233,7 @@ class Search:
             scores = await self.verifier.score_steps(self.ctx, paths)
             self.counters["verifier_calls"] += 1
             self.counters["verifier_candidates"] += len(batch)
-            self.ctx.budget.tally("reward_evaluations", len(batch))  # the unit best-of-N's scoring counts too
+            self.ctx.ledger.tally("reward_evaluations", len(batch))  # the unit best-of-N's scoring counts too
             if len(scores) != len(batch):
                 raise ValueError(f"verifier returned {len(scores)} score lists for {len(batch)} candidates")
             for node, steps, step_scores in zip(batch, paths, scores, strict=True):

@@ -18,15 +18,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from ttscale.capabilities import capabilities
 from ttscale.routing.difficulty import ProbeSettings, offline_features
 from ttscale.routing.policy import Difficulty, LearnOptions, learn_policy
-from ttscale.routing.replay import DIFFICULTY_POOLS
 from ttscale.runner import prepare
 from ttscale.schema import Sample
 from ttscale.selection import majority_vote
 from ttscale.storage import CONFIG
 from ttscale.strategies import STRATEGIES
-from ttscale.sweeps import Cell, SweepSpec, cell_dir
+from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir
 
 Source = Literal["auto", "holdout", "pools"]
 SOURCES: tuple[str, ...] = ("auto", "holdout", "pools")
@@ -34,14 +34,19 @@ SOURCES: tuple[str, ...] = ("auto", "holdout", "pools")
 _SAMPLING = ("temperature", "top_p", "max_tokens")
 
 
+def _difficulty_pool(strategy: str) -> bool:
+    """Whether the strategy declared its records a pool of the problem's own samples (ttscale.capabilities)."""
+    return strategy in STRATEGIES and capabilities(STRATEGIES.get(strategy)).difficulty_pool
+
+
 def holdout_cells(spec: SweepSpec) -> list[Cell]:
     """The held-out difficulty cell of a sweep ([] when `spec.holdout` is 0), run on the first seed's engine."""
     if not spec.holdout:
         return []
-    entries = [e for e in spec.grid if STRATEGIES.canonical(e.strategy) in DIFFICULTY_POOLS]
+    entries = [e for e in spec.grid if _difficulty_pool(e.strategy)]
     if not entries:
-        raise ValueError("holdout needs a best_of_n or self_consistency entry in the grid: its sampling settings "
-                         "are the probe's")
+        raise ValueError("holdout needs an entry whose strategy declares a difficulty pool (best_of_n, "
+                         "self_consistency) in the grid: its sampling settings are the probe's")
     # The probe source as `difficulty` picks it among pools: best_of_n first, then one without a verifier.
     entry = min(entries, key=lambda e: (STRATEGIES.canonical(e.strategy) != "best_of_n", "verifier" in e.params))
     combo = entry.combos()[0]
@@ -61,7 +66,7 @@ def difficulty(
 ) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
     """Each problem's p̂₁, probe features, probe-majority correctness and probe tokens, and where they came from.
 
-    `results` is a `ttscale.routing.outcomes.SweepResults`. holdout: from the held-out pool (disjoint samples, see
+    `results` is a `ttscale.sweeps.outcomes.SweepResults`. holdout: from the held-out pool (disjoint samples, see
     the module); pools: the first `probe_n` samples of a candidate pool and p̂₁ over every sample of the
     sample-pool cells at the largest budget (the samples the candidates are scored on: leaky); auto: holdout
     when the sweep has one, else pools.
@@ -104,7 +109,7 @@ def _from_holdout(results: Any, cell: Cell, *, probe_n: int, probe_verifier: str
 def _from_pools(results: Any, *, probe_n: int, probe_verifier: str | None,
                 ) -> tuple[dict[str, Difficulty], ProbeSettings, dict[str, Any]]:
     top = results.spec.budgets[-1]
-    pools = [c for c in results.cells if c.strategy in DIFFICULTY_POOLS and c.budget == top and c.id in results.records]
+    pools = [c for c in results.cells if _difficulty_pool(c.strategy) and c.budget == top and c.id in results.records]
     if not pools:
         raise ValueError("difficulty needs a finished sample-pool cell (best_of_n or self_consistency) in the sweep")
     # Best-of-N without a verifier stores each sample's mean log-prob: its pool also gives the entropy feature.
@@ -171,7 +176,7 @@ def learn_from_sweep(
     source: Source = "auto",
 ) -> dict[str, Any]:
     """The policy JSON (see `ttscale.routing.policy.learn_policy`) learned from a sweep directory."""
-    from ttscale.routing.outcomes import load_results, outcomes
+    from ttscale.sweeps.outcomes import load_results, outcomes
 
     results = load_results(root)
     rows, candidates = outcomes(results)

@@ -1,6 +1,6 @@
 """Paired binary outcomes: the difference of two paired proportions with Tango's score interval.
 
-`ttscale.paired` uses it for accuracy differences (each pair right or wrong on each side), where a bootstrap
+`ttscale.stats.paired` uses it for accuracy differences (each pair right or wrong on each side), where a bootstrap
 over few discordant pairs is too narrow and over none collapses to the point 0; the findings benchmark uses it
 for its equal-accuracy verdicts.
 """

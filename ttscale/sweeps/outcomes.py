@@ -1,21 +1,28 @@
-"""A finished sweep read back: each cell's records, a table per cell, and the outcomes a policy learns from.
+"""A finished sweep read back: each cell's records, a table per cell, the outcomes a policy learns from, and the
+best cell of each strategy at each compute level.
 
 Snell et al., arXiv:2408.03314 (2024), §5 choose a strategy per difficulty bin and budget from sweep data: an
 outcome is one (candidate, budget, problem) with its correctness and spend, averaged over the seeds whose cell
 finished every problem.
+
+`best_at_compute` is the paper's comparison ("when to solve, when to verify", Singhi et al.,
+arXiv:2504.01005, §4): at each compute level L, the best cell of each strategy whose mean ledger tokens
+per problem (policy + verifier generated tokens actually spent) are ≤ L.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ttscale.budget import Budget
+from ttscale.evals.metrics import wilson_interval
 from ttscale.routing.policy import Outcome
 from ttscale.runs import read_run
 from ttscale.schema import Problem
-from ttscale.sweeps import Cell, SweepSpec, cell_dir, load_spec
+from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir, load_spec
 
 
 @dataclass
@@ -105,3 +112,31 @@ def sweep_table(results: SweepResults) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def best_at_compute(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per compute level (every cell's mean ledger tokens per problem), the best cell of each strategy within it.
+
+    `rows` need strategy, candidate, budget, seed, mean_tokens, correct (count) and problems. The best is
+    the highest accuracy (ties: fewer tokens); its 95% Wilson interval comes with it. A strategy with no cell
+    within a level is absent there. Levels are the cells' own token counts, so every comparison is at ≤ L.
+    """
+    for row in rows:
+        if row["problems"] < 1 or not 0 <= row["correct"] <= row["problems"] or row["mean_tokens"] < 0:
+            raise ValueError(f"best_at_compute needs 0 ≤ correct ≤ problems, problems ≥ 1, tokens ≥ 0; got {dict(row)}")
+    levels = sorted({round(float(r["mean_tokens"]), 1) for r in rows})
+    out = []
+    for level in levels:
+        best: dict[str, dict[str, Any]] = {}
+        for r in sorted(rows, key=lambda r: (r["mean_tokens"], str(r["candidate"]), r["seed"])):
+            if round(float(r["mean_tokens"]), 1) > level:
+                continue
+            accuracy = r["correct"] / r["problems"]
+            held = best.get(r["strategy"])
+            if held is None or accuracy > held["accuracy"]:
+                low, high = wilson_interval(int(r["correct"]), int(r["problems"]))
+                best[r["strategy"]] = {"candidate": r["candidate"], "budget": r["budget"], "seed": r["seed"],
+                                       "accuracy": accuracy, "ci95": [round(low, 4), round(high, 4)],
+                                       "mean_tokens": round(float(r["mean_tokens"]), 1)}
+        out.append({"tokens": level, "best": best})
+    return out

@@ -8,7 +8,7 @@ per-unit sums is resampled in one product: the means of B resamples are (C @ sum
 
 Users: `evals.metrics.bootstrap_mean` (a mean), the scaling fits (`ttscale.scaling._resample`, counts
 against sparse per-problem sums), the P4 ratio (`ttscale.routing.savings`, one index row per refit) and paired
-comparisons (`ttscale.paired`, a cluster bootstrap of differences and ratios of means).
+comparisons (`ttscale.stats.paired`, a cluster bootstrap of differences and ratios of means).
 
 scipy.stats.bootstrap resamples the same way, but needs the whole (B × n) draw of a vectorised
 statistic at once or calls a Python statistic per resample; the scaling fits need count matrices

@@ -10,15 +10,15 @@ Per metric m, with x_A(p, r) and x_B(p, r) the values of the pairs (p, r) kept a
 - a cost (tokens, KV, eFLOPs, calls, seconds): the ratio of means, ρ = Σ x_A / Σ x_B.
 
 The CI of a cost is a cluster bootstrap over problems: problems are drawn with replacement
-(`ttscale.bootstrap`), each drawn problem bringing all its pairs, and the statistic recomputed; the
+(`ttscale.stats.bootstrap`), each drawn problem bringing all its pairs, and the statistic recomputed; the
 interval is the percentile interval of B resamples (default 95%, B = 2000, seeded).
 
 The CI of a difference of binary outcomes (accuracy: each pair is right/wrong on each side) is Tango's
-score interval for the difference of paired proportions (`ttscale.proportions`), not the bootstrap: with few
+score interval for the difference of paired proportions (`ttscale.stats.proportions`), not the bootstrap: with few
 discordant pairs (only one side right) a percentile bootstrap is too narrow, and with none it is the single
 point 0, which reads as proof of equality; 60 pairs with no discordant pair still leave about ±6 points.
 Repeats of a problem are not independent pairs: the counts enter the score interval divided by the design
-effect of the clustering (Rao and Scott's adjustment; `ttscale.proportions.paired_proportions`), estimated
+effect of the clustering (Rao and Scott's adjustment; `ttscale.stats.proportions.paired_proportions`), estimated
 from the per-problem sums, never below 1, and at its most (every repeat a copy of the first) when no pair
 is discordant, because then nothing tells how alike the repeats are. One pair per problem: the plain score interval.
 
@@ -36,8 +36,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ttscale.bootstrap import percentile_interval, resample_counts
-from ttscale.proportions import paired_proportions
+from ttscale.stats.bootstrap import percentile_interval, resample_counts
+from ttscale.stats.proportions import paired_proportions
 
 Record = Mapping[str, Any]
 

@@ -1,0 +1,179 @@
+"""`RunSpec`: everything that determines a run's results, and its three sources in one place — Python (the
+constructor, `ttscale.run`), the command line (`add_cli_args` / `from_cli_args`, as vLLM's EngineArgs has them) and
+a stored run's config.json (`from_stored`, for `--resume`). `ttscale.runner` re-exports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ttscale.engine.base import EngineConfig
+from ttscale.engine.openai import OpenAIConfig
+from ttscale.errors import UsageError
+from ttscale.flags import (
+    add_backend_flags,
+    add_engine_flags,
+    add_task_option_flag,
+    engine_settings,
+    positive_int,
+    server_settings,
+    task_options,
+    vllm_only,
+)
+from ttscale.run_config import check_spec_types
+
+#: The flags that set a RunSpec field of the same name as they are given.
+_AS_GIVEN = ("strategy", "budget", "task", "limit", "seed", "concurrency", "hardware", "total_budget")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """Everything that determines a run's results (stored in config.json, compared on resume)."""
+
+    strategy: str
+    """A registered strategy name (or alias)."""
+    budget: str = "8k"
+    """Per-problem budget, as `Budget.parse` reads it."""
+    task: str = "arithmetic"
+    """A task spec: `name` or `name:argument`."""
+    task_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword options of the task factory (data_dir, field names, ...)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Strategy parameters (strings from the CLI or typed values)."""
+    limit: int | None = None
+    """Only the first `limit` problems of the task."""
+    seed: int = 0
+    """The engine's sampling seed."""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """The engine settings, model included."""
+    concurrency: int = 64
+    """Problems in flight at once (the engine batches their requests)."""
+    hardware: str = "B200"
+    """Hardware profile that prices FLOPs and eFLOPs (budgets in those units, and every run's record)."""
+    backend: str = "vllm"
+    """`vllm`: an engine in this process (or one per Ray worker); `openai`: a served model, see `server`."""
+    server: OpenAIConfig | None = None
+    """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
+    total_budget: str | None = None
+    """A budget over the whole task (`200k`), in the unit of `budget`: one pool ledger funds every problem, so
+    the sum of their spend never passes it (`budget` still caps each problem). In-process runs only."""
+
+    def __post_init__(self) -> None:
+        check_spec_types(self)
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be ≥ 1, got {self.limit}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
+        if self.backend not in ("vllm", "openai"):
+            raise ValueError(f"backend must be vllm or openai, got {self.backend!r}")
+        if self.backend == "openai" and self.server is None:
+            raise ValueError("backend openai needs a server: give --base-url URL and --model NAME")
+        if self.backend == "vllm" and self.server is not None:
+            raise ValueError("--base-url applies to --backend openai only")
+
+    def engine_config(self) -> EngineConfig | OpenAIConfig:
+        """What `start_engine` starts for this run."""
+        return self.server if self.server is not None else self.engine
+
+    def model_ref(self) -> str:
+        """The local model (folder, hub id or `embedded`) whose tokenizer and shape this run uses."""
+        if self.server is not None:
+            return self.server.tokenizer or self.server.model
+        return self.engine.model
+
+    @staticmethod
+    def add_cli_args(p: argparse.ArgumentParser) -> None:
+        """Declare the flags of every setting a spec holds (`ttscale run`'s, besides where the run goes and how it
+        is shown); none has a default, so `from_cli_args` tells the flags given from the rest."""
+        p.add_argument("--strategy", help="strategy name (see `ttscale list`)")
+        p.add_argument("--budget", help="per-problem budget: 8k = 8,000 generated tokens (default 8k)")
+        p.add_argument("--total-budget", help="a budget over the whole task (e.g. 200k), shared by its problems and "
+                       "never exceeded; --budget still caps each problem (default: the total)")
+        p.add_argument("--task", help="task: arithmetic, arithmetic:1-3, gsm8k, math500, aime24, aime25, jsonl:PATH")
+        p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
+        p.add_argument("--limit", type=positive_int, help="only the first N problems")
+        p.add_argument("--seed", type=int, help="engine sampling seed (default 0)")
+        p.add_argument("--param", action="append", metavar="KEY=VALUE", help="strategy parameter (repeatable)")
+        p.add_argument("--concurrency", type=positive_int, help="problems in flight at once (default 64)")
+        p.add_argument("--hardware", help="hardware profile pricing FLOPs/eFLOPs (default B200; see `ttscale cost`)")
+        p.add_argument("--data-dir", help="folder with local copies of the datasets (<dir>/<task>/test.jsonl)")
+        add_task_option_flag(p)
+        p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
+        p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")
+        p.add_argument("--allow-unisolated-code", dest="allow_network", action="store_true", default=None,
+                       help="code tasks: run model-written code even where the machine cannot cut its network off")
+        add_engine_flags(p)
+        add_backend_flags(p)
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace, base: RunSpec | None = None) -> RunSpec:
+        """The spec of the flags `add_cli_args` declared: those given override `base` (a stored run's spec, on
+        `--resume`; None = a new run's defaults, of `--strategy`). One-line `UsageError`s."""
+        from ttscale.params import parse_assignments
+
+        if base is None and not getattr(args, "strategy", None):
+            raise UsageError("run: --strategy is required (see `ttscale list`)")
+        spec = _with_flags(cls(strategy=args.strategy) if base is None else base, args, new=base is None)
+        try:
+            return replace(spec, params={**spec.params, **parse_assignments(getattr(args, "param", None))})
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    @classmethod
+    def from_stored(cls, data: Any, where: Path | str) -> RunSpec:
+        """The spec stored in config.json's `spec` (at `where`); a one-line UsageError naming the file and the field
+        otherwise. Fields this version does not know are left out."""
+        if not isinstance(data, dict):
+            raise UsageError(f"run: {where}: spec is not a JSON object (got {type(data).__name__}); the file was "
+                             "edited or not written by ttscale")
+        for name in ("engine", "server"):
+            if data.get(name) is not None and not isinstance(data[name], dict):
+                raise UsageError(f"run: {where}: spec.{name} is not a JSON object (got {type(data[name]).__name__})")
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        engine = values.pop("engine", None) or {}
+        server = values.pop("server", None)
+        engine_known = {f.name for f in fields(EngineConfig)}
+        server_known = {f.name for f in fields(OpenAIConfig)}
+        try:
+            if isinstance(server, dict):
+                values["server"] = OpenAIConfig(**{k: v for k, v in server.items() if k in server_known})
+            return cls(**values, engine=EngineConfig(**{k: v for k, v in engine.items() if k in engine_known}))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"run: {where}: spec cannot be read back: {exc}") from None
+
+
+def _with_flags(spec: RunSpec, args: argparse.Namespace, *, new: bool) -> RunSpec:
+    """`spec` with the flags the user actually gave on top."""
+    given = {name: getattr(args, name) for name in _AS_GIVEN if getattr(args, name, None) is not None}
+    if given.get("total_budget") is not None and getattr(args, "budget", None) is None and new:
+        given["budget"] = given["total_budget"]  # no per-problem cap asked: a problem may use all of the total
+    options = {**spec.task_options, **task_options(args, "run", **{
+        name: getattr(args, name, None) for name in ("data_dir", "question_field", "answer_field", "allow_network")})}
+    backend = getattr(args, "backend", None) or spec.backend
+    engine_changes = engine_settings(args, "run")
+    if backend == "openai" and "engine_args" in engine_changes:
+        raise UsageError("run: --engine-arg applies to --backend vllm; a served model is configured where it is served")
+    if getattr(args, "model", None) is not None and backend == "vllm":
+        engine_changes["model"] = args.model
+    if getattr(args, "seed", None) is not None:
+        engine_changes["seed"] = args.seed
+    try:
+        if backend == "openai":  # the template is rendered here, with the served model's tokenizer
+            engine_changes.pop("chat_template_kwargs", None)
+        for name in ("engine_args", "chat_template_kwargs"):  # on resume: the stored ones, with the flags on top
+            if name in engine_changes:
+                engine_changes[name] = {**getattr(spec.engine, name), **engine_changes[name]}
+        engine = replace(spec.engine, **engine_changes)
+        server = server_settings(args, spec.server, "run") if backend == "openai" else None
+        if backend == "vllm":
+            vllm_only(args, "run")
+        return replace(spec, **given, task_options=options, engine=engine, backend=backend, server=server)
+    except ValueError as exc:
+        raise UsageError(f"run: {exc}") from None
+
+
+__all__ = ["RunSpec"]

@@ -1,0 +1,158 @@
+"""The versions of a run's files, config.json and results.jsonl, and the one place older ones are read.
+
+On disk, config.json and each results.jsonl record carry `"format"`, a whole number: writers stamp
+`FORMAT_VERSION` (`stamp_config`, `stamp_record`, called by `RunDir.write_config` and `RunDir.append`). Readers
+bring any older version to today's shape (`migrate_config`, `migrate_record`, called by `RunDir.read_config`,
+`RunDir.records` and `ttscale.runs`), so the code that reads a run sees one shape: a record as
+`RunRecord.to_json()` gives it, a config as `RunConfigData`. The version is the file's, not the data's: what a
+reader gets no longer carries it, so a record reads back as it was appended. A version newer than this code
+reads, or one that is not a whole number, is refused in one line naming the file (`RunFormatError`, a
+`RunDirError`: the CLI prints it as one line and exits 2).
+
+Versions:
+
+1. Every run directory written before versions existed (no `"format"` key; an explicit 1 reads the same).
+   It reads as version 2 with these differences filled in:
+   - config.json, `identity.engine` and `spec.engine`: runs made before -1 became `max_model_len`'s default
+     stored None (the model's own length, or no start); for a run that started, that is the length -1 picks
+     (vLLM's fit lowers the model's own length only when the KV cache cannot hold it), so None reads as -1.
+     (In version 2, None is a setting of its own, exactly the model's length, and stays None.)
+   - config.json, `identity.engine` and `spec.engine`: runs made before deterministic mode existed have no
+     `deterministic`; they ran without it (False). A served model's identity (with `backend`) has neither.
+   - results.jsonl: samples written before samples were graded have no `correct`; it reads as None, and the
+     readers grade those samples with the run's task (`ttscale.runs`).
+   - results.jsonl, GenRM records written before unreadable verdicts were left out of a solution's mean store
+     each such verdict in `info.chains` as `[0.5, chain tokens, verdict tokens, "default"]` and count them in
+     `info.verdicts.default`: read as `[None, ..., "unreadable"]` and counted as `unreadable`, as today's GenRM
+     writes them (a sweep's replay leaves them out of the mean).
+2. Today: `"format": 2` at the top of config.json and first in every record.
+
+A results.jsonl may hold both: resuming a version-1 run appends version-2 records after the version-1 ones, and
+each line is read by its own version. A resume rewrites config.json (in version 2) only to record its engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypedDict
+
+from ttscale.runfiles import RunDirError
+
+FORMAT_VERSION = 2
+"""The version this code writes, and the newest it reads."""
+KEY = "format"
+"""Where the version is: a top-level key of config.json and of each results.jsonl record."""
+
+
+class RunFormatError(RunDirError):
+    """A run file of a version this code does not read (newer than it, or not a whole number): one line."""
+
+
+class RunConfigData(TypedDict, total=False):
+    """config.json as today's code writes it (`ttscale.run_config.write_config`); readers get it without `format`."""
+
+    format: int
+    """`FORMAT_VERSION`: on disk only (`stamp_config` adds it, `migrate_config` takes it off)."""
+    identity: dict[str, Any]
+    """What `--resume` checks: strategy, params, task, budget, seed, engine."""
+    spec: dict[str, Any]
+    """The RunSpec the run was made from (`--resume` reads it back)."""
+    environment: dict[str, Any]
+    """The machine it ran on: versions, and the started engine's description."""
+    command: list[str]
+    """The command line (credentials masked)."""
+    created: str
+    """When it was written (local time, ISO 8601)."""
+
+
+def stamp_config(data: Mapping[str, Any], *, where: str | Path = "config.json") -> RunConfigData:
+    """`data` (a config in today's shape, or one that says its version) stamped with today's version, to write."""
+    return _stamped(migrate_config(data, where=where) if KEY in data else data)  # type: ignore[return-value]
+
+
+def stamp_record(record: Mapping[str, Any], *, where: str | Path = "a record") -> dict[str, Any]:
+    """`record` (a `RunRecord.to_json()`, or one that says its version) with today's version first, to write."""
+    return _stamped(migrate_record(record, where=where) if KEY in record else record)
+
+
+def version(data: Mapping[str, Any], *, where: str | Path) -> int:
+    """The version `data` says (1 when it says none); RunFormatError when this code cannot read it."""
+    found = data.get(KEY, 1)
+    if isinstance(found, bool) or not isinstance(found, int) or found < 1:
+        raise RunFormatError(f"{where}: run format {_shown(found)} is not a version ttscale writes (a whole "
+                             f"number from 1 to {FORMAT_VERSION}); the file was edited or not written by ttscale")
+    if found > FORMAT_VERSION:
+        raise RunFormatError(f"{where}: run format {found} is newer than this ttscale reads (≤ {FORMAT_VERSION}); "
+                             "upgrade ttscale")
+    return found
+
+
+def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, Any]:
+    """config.json's object of any version this code reads, in today's shape (`RunConfigData` without `format`;
+    a new dict, `data` is not edited). `where` names the file in the error."""
+    old = version(data, where=where) < 2
+    out = {k: v for k, v in data.items() if k != KEY}
+    for part in ("identity", "spec"):
+        section = out.get(part)
+        if old and isinstance(section, dict) and isinstance(section.get("engine"), dict):
+            out[part] = {**section, "engine": _engine(section["engine"])}
+    return out
+
+
+def migrate_record(data: Mapping[str, Any], *, where: str | Path) -> dict[str, Any]:
+    """One results.jsonl record of any version this code reads, in today's shape (as `RunRecord.to_json()` gives
+    it; a new dict, `data` is not edited). `where` names the file and line in the error."""
+    old = version(data, where=where) < 2
+    out = {k: v for k, v in data.items() if k != KEY}
+    if not old:
+        return out
+    samples = out.get("samples")
+    if isinstance(samples, list) and any(isinstance(s, dict) and "correct" not in s for s in samples):
+        out["samples"] = [{**s, "correct": None} if isinstance(s, dict) and "correct" not in s else s
+                          for s in samples]
+    info = out.get("info")
+    if out.get("strategy") == "genrm" and isinstance(info, dict):
+        out["info"] = _genrm_info(info)
+    return out
+
+
+def _stamped(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Without a version of its own, `data` is in today's shape (what today's writers give)."""
+    return {KEY: FORMAT_VERSION, **data}
+
+
+def _engine(engine: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 engine's settings (identity or spec) in today's terms; a served model's identity as it is."""
+    if "backend" in engine:
+        return engine
+    if "max_model_len" in engine and engine["max_model_len"] is None:
+        engine = {**engine, "max_model_len": -1}
+    return {"deterministic": False, **engine}
+
+
+def _genrm_info(info: dict[str, Any]) -> dict[str, Any]:
+    """GenRM's verdicts with the old "default" (r = 0.5) read as "unreadable" (r = None), as today's are."""
+    out = dict(info)
+    chains = info.get("chains")
+    if isinstance(chains, list):
+        out["chains"] = [[[None, *x[1:3], "unreadable"] if isinstance(x, list) and len(x) == 4 and x[3] == "default"
+                          else x for x in per] if isinstance(per, list) else per for per in chains]
+    counts = info.get("verdicts")
+    if isinstance(counts, dict) and isinstance(counts.get("default"), int):
+        kept = {k: v for k, v in counts.items() if k != "default"}
+        unreadable = kept.get("unreadable", 0)
+        kept["unreadable"] = counts["default"] + (unreadable if isinstance(unreadable, int) else 0)
+        out["verdicts"] = kept
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A value as the file shows it (JSON), cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+__all__ = ["FORMAT_VERSION", "KEY", "RunConfigData", "RunFormatError", "migrate_config", "migrate_record",
+           "stamp_config", "stamp_record", "version"]

@@ -1,0 +1,113 @@
+"""Running a sweep: its directory, each cell run, derived from its source, or read back when finished."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+
+from ttscale.engine.base import Engine
+from ttscale.run_config import redact_argv
+from ttscale.runner import Prepared, check_resume, execute, prepare, write_config
+from ttscale.schema import Problem
+from ttscale.storage import CONFIG, SUMMARY, RunDir
+from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir
+from ttscale.sweeps.holdout import holdout_cells
+from ttscale.sweeps.replay import derive_cell
+from ttscale.version import __version__
+
+
+def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None) -> None:
+    """Start a new sweep directory; refuses one that already holds a sweep."""
+    path = Path(root)
+    if (path / SWEEP).exists():
+        raise ValueError(f"{str(path)!r} already holds a sweep: continue it with --resume, or pick another --out")
+    for cell in spec.cells() + holdout_cells(spec):  # every parameter checked before any engine starts
+        prepare_cell(spec, cell, root)
+    path.mkdir(parents=True, exist_ok=True)
+    RunDir(path).write_json(SWEEP, {"spec": spec.to_dict(), "cells": [c.id for c in spec.cells()],
+                                    "ttscale_version": __version__, "command": redact_argv(command or sys.argv),
+                                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def prepare_cell(spec: SweepSpec, cell: Cell, root: str | Path) -> Prepared:
+    """The cell's run, as `ttscale run` would prepare it: task defaults for a new cell; a cell that already
+    has a config keeps the parameters stored with it (as `--resume` does), whatever the task suggests today."""
+    run_dir = cell_dir(root, cell)
+    stored = (run_dir.read_config().get("spec") or {}).get("params") if (run_dir.path / CONFIG).is_file() else None
+    if isinstance(stored, dict):
+        return prepare(replace(spec.run_spec(cell), params=stored), task_defaults=False)
+    return prepare(spec.run_spec(cell), task_defaults=spec.task_defaults)
+
+
+def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
+    return (run_dir.path / SUMMARY).is_file() and {p.id for p in problems} <= run_dir.finished_ids()
+
+
+async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None = None, progress: bool = True,
+                    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> None:
+    """Run (or finish) every cell. Each seed gets its own engine, started only if a cell needs it.
+
+    An `engine` given by the caller is used for every seed as it is (tests, notebooks): the seed is then
+    only the cell's label.
+    """
+    cells = spec.cells()
+    for seed in spec.seeds:
+        own: Engine | None = None
+
+        async def engine_for(s: int = seed) -> Engine:
+            nonlocal own
+            if engine is not None:
+                return engine
+            if own is None:
+                from ttscale.engine import start_engine
+
+                own = await start_engine(spec.server or replace(spec.engine, seed=s))
+            return own
+
+        try:
+            for cell in (c for c in cells + holdout_cells(spec) if c.seed == seed):
+                await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log)
+        finally:
+            if own is not None:
+                await own.close()
+
+
+async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Cell],
+                   engine_for: Callable[[], Awaitable[Engine]], *, progress: bool = False,
+                   log: Callable[[str], None] = lambda line: None) -> Path:
+    """Finish one cell (its source first, when it is derived from one): read from the source's stored pool where
+    the replay can, run on `engine_for()` where not, nothing when it is complete. Returns its directory."""
+    prepared = prepare_cell(spec, cell, root)
+    run_dir = cell_dir(root, cell)
+    if _complete(run_dir, prepared.problems):
+        return run_dir.path
+    if cell.source:
+        await run_cell(spec, root, _source(cells, cell), cells, engine_for, progress=progress, log=log)
+    why = derive_cell(prepared, run_dir, cell, cell_dir(root, _source(cells, cell))) if cell.source \
+        else "runs directly"
+    if why is not None:
+        if cell.source:
+            log(f"sweep: {cell.id} cannot be derived ({why}); running it")
+        log(f"sweep: running {cell.id}")
+        await _run_cell(prepared, run_dir, await engine_for(), progress=progress)
+    else:
+        log(f"sweep: derived {cell.id} from {cell.source}")
+    return run_dir.path
+
+
+def _source(cells: list[Cell], cell: Cell) -> Cell:
+    return next(c for c in cells if c.id == cell.source)
+
+
+async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: Engine, *, progress: bool) -> None:
+    if run_dir.has_results():
+        check_resume(run_dir, prepared)
+    else:
+        run_dir.check_new()
+    with run_dir.open_for_writing():
+        if not (run_dir.path / CONFIG).is_file():
+            write_config(run_dir, prepared, engine.describe())
+        await execute(prepared, engine, run_dir, progress=progress)
