@@ -146,10 +146,9 @@ def derive(stored: Stored) -> Derived | str:
                                      role="policy"):
         return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
     v = plan_verifications(remaining=ledger.remaining, solutions=s, chain_tokens=chain, wanted=p.verifications)
-    # A record written before unreadable verdicts were dropped stores them as source "default" (r = 0.5): read as
-    # unreadable, so the replay scores them by the reference's rule (left out of the mean).
-    kept = [[Verdict(r=None if src in ("unreadable", "default") else float(r), chain_tokens=int(t),
-                     verdict_tokens=int(k), source="unreadable" if src == "default" else src)
+    # Records of older GenRM versions arrive in today's shape (ttscale.runformat): an unreadable verdict has r None.
+    kept = [[Verdict(r=None if src == "unreadable" else float(r), chain_tokens=int(t), verdict_tokens=int(k),
+                     source=src)
              for r, t, k, src in x[:v]] for x in kept_chains[:s]]
     if any(len(x) < v for x in kept):
         return f"V={v} chains per solution and the source has {min(len(x) for x in kept)}"

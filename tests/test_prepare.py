@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ttscale.runner import RunSpec, check_resume, prepare
+from ttscale.run_config import check_resume
+from ttscale.runner import RunSpec, prepare
 from ttscale.storage import CONFIG, RunDir, RunDirError
 from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, prepare_cell
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.runner import RunSpec, check_resume, execute, prepare, write_config
+from ttscale.run_config import check_resume, write_config
+from ttscale.runner import RunSpec, execute, prepare
 from ttscale.storage import RESULTS, RunDir, RunDirError
 
 pytestmark = pytest.mark.slow

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ttscale.distributed import DistributedConfig
-    from ttscale.engine.base import Engine as EngineObject
+    from ttscale.engine.base import EngineClient
     from ttscale.engine.openai import OpenAIConfig
     from ttscale.scaling.result import Fit
 
@@ -64,7 +64,7 @@ def run(
     engine_args: Mapping[str, Any] | None = None,
     engine_config: EngineConfig | None = None,
     out: str | Path | None = None,
-    engine: Engine | EngineObject | None = None,
+    engine: Engine | EngineClient | None = None,
     seed: int = 0,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
@@ -150,7 +150,7 @@ def sweep(
     engine_config: EngineConfig | None = None,
     server: OpenAIConfig | None = None,
     out: str | Path | None = None,
-    engine: Engine | EngineObject | None = None,
+    engine: Engine | EngineClient | None = None,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
     subsample: bool = True,

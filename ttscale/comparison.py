@@ -37,8 +37,7 @@ from ttscale.strategies import STRATEGIES
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import Engine as EngineObject
-    from ttscale.engine.base import EngineConfig
+    from ttscale.engine.base import EngineClient, EngineConfig
     from ttscale.session import Engine
 
 COMPARE = "compare.json"
@@ -164,7 +163,7 @@ def compare(
     resamples: int = 2000,
     seed: int = 0,
     group: Group = "config",
-    engine: Engine | EngineObject | None = None,
+    engine: Engine | EngineClient | None = None,
     progress: bool = True,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     command: list[str] | None = None,

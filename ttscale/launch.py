@@ -24,7 +24,7 @@ from ttscale.storage import ENGINE_LOG, RunDir
 
 if TYPE_CHECKING:
     from ttscale.distributed import DistributedConfig
-    from ttscale.engine import Engine
+    from ttscale.engine import EngineClient
     from ttscale.runner import Prepared
     from ttscale.schema import Problem
 
@@ -38,7 +38,7 @@ async def launch(
     run_dir: RunDir,
     *,
     resuming: bool,
-    engine: Engine | None = None,
+    engine: EngineClient | None = None,
     distributed: DistributedConfig | None = None,
     progress: bool = False,
     log: bool = True,
@@ -83,7 +83,7 @@ async def _serve(
     prepared: Prepared,
     run_dir: RunDir,
     *,
-    engine: Engine | None,
+    engine: EngineClient | None,
     distributed: DistributedConfig | None,
     progress: bool,
     terminal: Terminal,

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import Engine, Prompt, TokenWatch, watched_generate
+from ttscale.engine.base import EngineClient, Prompt, TokenWatch, watched_generate
 from ttscale.progress import Progress
 from ttscale.schema import Generation, SamplingParams
 
@@ -21,7 +21,8 @@ class ProblemEngine:
     problem's samples are the same with 1 worker or 8 and when a dead worker's problem is redone.
     """
 
-    def __init__(self, engine: Engine, *, run_seed: int, problem_id: str, progress: Progress | None = None) -> None:
+    def __init__(self, engine: EngineClient, *, run_seed: int, problem_id: str,
+                 progress: Progress | None = None) -> None:
         self._engine = engine
         self._progress = progress
         self._run_seed = run_seed

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ttscale.storage import CONFIG, RunDir, RunDirError
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import Engine
+    from ttscale.engine.base import EngineClient
     from ttscale.runner import Prepared, RunSpec
 
 
 def write_config(
-    run_dir: RunDir, prepared: Prepared, engine: Engine | dict[str, Any] | None = None, argv: list[str] | None = None
+    run_dir: RunDir, prepared: Prepared, engine: EngineClient | dict[str, Any] | None = None,
+    argv: list[str] | None = None,
 ) -> None:
     """Write config.json. Called before the engine starts (engine None), so a run killed while its
     engine starts can already be resumed; `record_engine` adds the engine's description once it runs."""

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.context import Context
-from ttscale.engine.base import Engine, context_length, is_fatal
+from ttscale.engine.base import EngineClient, context_length, is_fatal
 from ttscale.engine.determinism import refuse_served
 from ttscale.engine.openai import is_transient
 from ttscale.messages import one_line
@@ -26,7 +26,6 @@ from ttscale.params import params_class, parse_params
 from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
-from ttscale.run_config import check_resume, check_spec_types, default_out, record_engine, write_config  # noqa: F401 - the runner's names too
 from ttscale.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
 from ttscale.runs import grade_samples
 from ttscale.schema import Answer, Problem, RunRecord
@@ -161,7 +160,8 @@ def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
 
 
 async def execute(
-    prepared: Prepared, engine: Engine, run_dir: RunDir, *, progress: bool = True, progress_file: IO[str] | None = None
+    prepared: Prepared, engine: EngineClient, run_dir: RunDir, *, progress: bool = True,
+    progress_file: IO[str] | None = None,
 ) -> dict[str, Any]:
     """Run every unfinished problem on `engine`, append its record as it finishes, and write summary.json."""
     tracker: Progress | None = None
@@ -279,7 +279,7 @@ async def run_problems(
 
 
 async def solve(
-    prepared: Prepared, engine: Engine, problem: Problem, *, progress: Progress | None = None
+    prepared: Prepared, engine: EngineClient, problem: Problem, *, progress: Progress | None = None
 ) -> RunRecord:
     """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run.
 
@@ -344,7 +344,7 @@ def _execution(executions: dict[str, Any], answer: str | None) -> dict[str, Any]
 _MAX_CHARS_PER_TOKEN = 100
 
 
-def _check_fits(problem: Problem, engine: Engine) -> None:
+def _check_fits(problem: Problem, engine: EngineClient) -> None:
     """Refuse a question that cannot fit the engine before tokenizing it: 100 MB of text takes minutes."""
     limit = context_length(getattr(getattr(engine, "config", None), "max_model_len", None))
     if limit and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:

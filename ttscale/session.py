@@ -19,7 +19,7 @@ from ttscale.storage import RunDirError
 if TYPE_CHECKING:
     from ttscale.distributed import DistributedConfig
     from ttscale.engine import SyncEngine
-    from ttscale.engine.base import Engine as EngineObject
+    from ttscale.engine.base import EngineClient
     from ttscale.run_spec import RunSpec
     from ttscale.storage import RunDir
 
@@ -74,7 +74,7 @@ def engine_config(*, model: str = "embedded", engine_args: Mapping[str, Any] | N
     return EngineConfig(model=model, **values)
 
 
-def call_config(engine: Engine | EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
+def call_config(engine: Engine | EngineClient | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
                 config: EngineConfig | None, deterministic: bool | None = None) -> EngineConfig:
     """The engine settings a call (`run`, `sweep`, `compare`) records, from one source, checked in one line:
     a shared `Engine`'s own; else `config` whole, or one made from `model` and `engine_args`. `deterministic`
@@ -94,7 +94,7 @@ def call_config(engine: Engine | EngineObject | None, *, model: str | None, engi
     return chosen if deterministic is None else replace(chosen, deterministic=deterministic)
 
 
-def _call_config(engine: EngineObject | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
+def _call_config(engine: EngineClient | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
                  config: EngineConfig | None) -> EngineConfig:
     if engine is not None and not callable(getattr(engine, "generate", None)):
         raise ValueError(f"engine must be a ttscale.Engine (or an engine object with generate(), such as a "
@@ -108,8 +108,8 @@ def _call_config(engine: EngineObject | None, *, model: str | None, engine_args:
     return config
 
 
-def drive(engine: Engine | EngineObject | None,
-          work: Callable[[EngineObject | None], Coroutine[Any, Any, T]]) -> T:
+def drive(engine: Engine | EngineClient | None,
+          work: Callable[[EngineClient | None], Coroutine[Any, Any, T]]) -> T:
     """Run `work(engine)` to its end from synchronous code, inside a running event loop (a notebook) too.
 
     A shared `Engine`'s own loop runs it and the engine stays up for the next call. Otherwise, with no loop
@@ -156,7 +156,7 @@ def carry_out(
     spec: RunSpec,
     *,
     out: str | Path | None = None,
-    engine: Engine | EngineObject | None = None,
+    engine: Engine | EngineClient | None = None,
     resume: bool | None = None,
     distributed: DistributedConfig | None = None,
     progress: bool = False,
@@ -175,7 +175,8 @@ def carry_out(
     the command config.json records (None: sys.argv).
     """
     from ttscale.launch import launch
-    from ttscale.runner import check_resume, default_out, prepare
+    from ttscale.run_config import check_resume, default_out
+    from ttscale.runner import prepare
     from ttscale.storage import RunDir
 
     if distributed is not None:
@@ -197,7 +198,7 @@ def carry_out(
     if resuming:
         check_resume(run_dir, prepared)
 
-    async def work(on: EngineObject | None) -> dict[str, Any]:
+    async def work(on: EngineClient | None) -> dict[str, Any]:
         if started is not None:
             started()
         return await launch(prepared, run_dir, resuming=resuming, engine=on, distributed=distributed,

@@ -12,7 +12,8 @@ from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineFatalError
 from ttscale.errors import Stopped, UsageError
 from ttscale.registry import UnknownNameError
-from ttscale.runner import RunSpec, default_out
+from ttscale.run_config import default_out
+from ttscale.runner import RunSpec
 from ttscale.session import RunExists
 from ttscale.signals import StopSignals
 from ttscale.storage import CONFIG, ENGINE_LOG, RunDir, StorageError

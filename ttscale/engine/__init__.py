@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ttscale.engine.base import Engine, EngineConfig, EngineFatalError, Prompt
+from ttscale.engine.base import EngineClient, EngineConfig, EngineFatalError, Prompt
 from ttscale.engine.loop import BackgroundLoop
 
 if TYPE_CHECKING:
@@ -16,10 +16,10 @@ BACKENDS = ("vllm", "openai")
 class EngineStarter(Protocol):
     """A config that starts a backend of its own (a plugin's, or a simulator of `ttscale.testing`)."""
 
-    async def start_engine(self) -> Engine: ...
+    async def start_engine(self) -> EngineClient: ...
 
 
-async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> Engine:
+async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> EngineClient:
     """Start the engine `config` describes, inside the running event loop.
 
     An `EngineConfig` starts vLLM in this process; an `OpenAIConfig` connects to a served model; any
@@ -28,7 +28,7 @@ async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> E
     """
     starter = getattr(config, "start_engine", None)
     if callable(starter):
-        engine: Engine = await starter()
+        engine: EngineClient = await starter()
         return engine
     if isinstance(config, EngineConfig):
         from ttscale.engine.vllm import VLLMEngine
@@ -46,7 +46,7 @@ class SyncEngine:
 
     def __init__(self, config: EngineConfig | None = None, **overrides: Any) -> None:
         self.loop = BackgroundLoop()
-        self.engine: Engine = self.loop.run(start_engine(config or EngineConfig(**overrides)))
+        self.engine: EngineClient = self.loop.run(start_engine(config or EngineConfig(**overrides)))
 
     def close(self) -> None:
         self.loop.run(self.engine.close())
@@ -56,7 +56,7 @@ class SyncEngine:
 __all__ = [
     "BACKENDS",
     "BackgroundLoop",
-    "Engine",
+    "EngineClient",
     "EngineConfig",
     "EngineFatalError",
     "EngineStarter",

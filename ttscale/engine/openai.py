@@ -126,7 +126,7 @@ class OpenAIEngine(HFTokenizerMixin):
             raise
         return engine
 
-    # -- Engine protocol ------------------------------------------------------------------------
+    # -- EngineClient protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         body: dict[str, Any] = {
             "model": self.config.model,

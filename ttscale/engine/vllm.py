@@ -82,7 +82,8 @@ def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None, 
 
 
 class VLLMEngine(HFTokenizerMixin):
-    """`Engine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses it."""
+    """`EngineClient` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses
+    it."""
 
     def __init__(
         self, llm: Any, tokenizer: Any, config: EngineConfig, model_path: str, device: str, cpu: CPUPlan | None = None
@@ -142,7 +143,7 @@ class VLLMEngine(HFTokenizerMixin):
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         return cls(llm, tokenizer, config, model_path, device, cpu_plan)
 
-    # -- Engine protocol ------------------------------------------------------------------------
+    # -- EngineClient protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         # Only the finished request comes back: streaming every step to Python costs throughput.
         request, vllm_params = _request(prompt, params, seed=seed, stream=False)

@@ -16,7 +16,8 @@ from typing import Any
 
 from ttscale.capabilities import Stored, capabilities
 from ttscale.engine.base import context_length
-from ttscale.runner import Prepared, check_resume, write_config
+from ttscale.run_config import check_resume, write_config
+from ttscale.runner import Prepared
 from ttscale.schema import Problem, RunRecord, Sample
 from ttscale.storage import CONFIG, SUMMARY, RunDir
 from ttscale.strategies import STRATEGIES

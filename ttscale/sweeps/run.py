@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ttscale.engine.base import Engine
-from ttscale.run_config import redact_argv
-from ttscale.runner import Prepared, check_resume, execute, prepare, write_config
+from ttscale.engine.base import EngineClient
+from ttscale.run_config import check_resume, redact_argv, write_config
+from ttscale.runner import Prepared, execute, prepare
 from ttscale.schema import Problem
 from ttscale.storage import CONFIG, SUMMARY, RunDir
 from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir
@@ -46,7 +46,7 @@ def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
     return (run_dir.path / SUMMARY).is_file() and {p.id for p in problems} <= run_dir.finished_ids()
 
 
-async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None = None, progress: bool = True,
+async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient | None = None, progress: bool = True,
                     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> None:
     """Run (or finish) every cell. Each seed gets its own engine, started only if a cell needs it.
 
@@ -55,9 +55,9 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
     """
     cells = spec.cells()
     for seed in spec.seeds:
-        own: Engine | None = None
+        own: EngineClient | None = None
 
-        async def engine_for(s: int = seed) -> Engine:
+        async def engine_for(s: int = seed) -> EngineClient:
             nonlocal own
             if engine is not None:
                 return engine
@@ -76,7 +76,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: Engine | None 
 
 
 async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Cell],
-                   engine_for: Callable[[], Awaitable[Engine]], *, progress: bool = False,
+                   engine_for: Callable[[], Awaitable[EngineClient]], *, progress: bool = False,
                    log: Callable[[str], None] = lambda line: None) -> Path:
     """Finish one cell (its source first, when it is derived from one): read from the source's stored pool where
     the replay can, run on `engine_for()` where not, nothing when it is complete. Returns its directory."""
@@ -102,7 +102,7 @@ def _source(cells: list[Cell], cell: Cell) -> Cell:
     return next(c for c in cells if c.id == cell.source)
 
 
-async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: Engine, *, progress: bool) -> None:
+async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: EngineClient, *, progress: bool) -> None:
     if run_dir.has_results():
         check_resume(run_dir, prepared)
     else:
