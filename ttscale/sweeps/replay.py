@@ -16,13 +16,12 @@ from typing import Any
 
 from ttscale.capabilities import Stored, capabilities
 from ttscale.engine.base import context_length
-from ttscale.run_config import check_resume, write_config
 from ttscale.runner import Prepared
 from ttscale.schema import Problem, RunRecord, Sample
-from ttscale.storage import CONFIG, SUMMARY, RunDir
+from ttscale.storage import SUMMARY, RunDir
 from ttscale.strategies import STRATEGIES
 from ttscale.summary import summarize
-from ttscale.sweeps.grid import Cell
+from ttscale.sweeps.grid import Cell, writing_cell
 
 
 def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: RunDir) -> str | None:
@@ -59,15 +58,9 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
             return f"{problem.id}: {record}"
         else:
             records.append(record)
-    if run_dir.has_results():
-        check_resume(run_dir, prepared)
-    else:
-        run_dir.check_new()
-    with run_dir.open_for_writing():
-        if not (run_dir.path / CONFIG).is_file():
-            engine = source_dir.read_config().get("environment", {}).get("engine")
-            write_config(run_dir, prepared, {"derived_from": str(cell.source), "source_engine": engine},
-                         argv=["derived", str(cell.source)])
+    source_engine = source_dir.read_config().get("environment", {}).get("engine")
+    engine = {"derived_from": str(cell.source), "source_engine": source_engine}
+    with writing_cell(run_dir, prepared, engine, argv=["derived", str(cell.source)]):
         done = run_dir.finished_ids()
         for record in records:
             if record["id"] not in done:

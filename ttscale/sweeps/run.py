@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ttscale.engine.base import EngineClient
-from ttscale.run_config import check_resume, redact_argv, write_config
+from ttscale.run_config import redact_argv
 from ttscale.runner import Prepared, execute, prepare
 from ttscale.schema import Problem
 from ttscale.storage import CONFIG, SUMMARY, RunDir
-from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir
+from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir, writing_cell
 from ttscale.sweeps.holdout import holdout_cells
 from ttscale.sweeps.replay import derive_cell
 from ttscale.version import __version__
@@ -103,11 +103,5 @@ def _source(cells: list[Cell], cell: Cell) -> Cell:
 
 
 async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: EngineClient, *, progress: bool) -> None:
-    if run_dir.has_results():
-        check_resume(run_dir, prepared)
-    else:
-        run_dir.check_new()
-    with run_dir.open_for_writing():
-        if not (run_dir.path / CONFIG).is_file():
-            write_config(run_dir, prepared, engine.describe())
+    with writing_cell(run_dir, prepared, engine.describe()):
         await execute(prepared, engine, run_dir, progress=progress)
