@@ -48,7 +48,7 @@ from typing import Any
 from provenance import provenance, provenance_line
 
 from ttscale.runner import RunSpec, execute, prepare
-from ttscale.storage import RunDir
+from ttscale.runstore.storage import RunDir
 from ttscale.testing import LatencyConfig, LatencyEngine, LatencyModel
 
 POOL = ("best_of_n", "self_consistency")

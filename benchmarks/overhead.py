@@ -40,8 +40,8 @@ from provenance import provenance, provenance_line
 from ttscale.engine import EngineConfig, SyncEngine
 from ttscale.engine.vllm import VLLMEngine
 from ttscale.runner import RunSpec, execute, prepare
+from ttscale.runstore.storage import RunDir
 from ttscale.schema import SamplingParams as Params
-from ttscale.storage import RunDir
 
 
 async def raw_vllm(engine: VLLMEngine, prompts: list[list[int]], n: int, max_tokens: int) -> int:

@@ -146,7 +146,7 @@ def derive(stored: Stored) -> Derived | str:
                                      role="policy"):
         return f"S={s} solutions do not come from the source's {len(samples)} uncapped"
     v = plan_verifications(remaining=ledger.remaining, solutions=s, chain_tokens=chain, wanted=p.verifications)
-    # Records of older GenRM versions arrive in today's shape (ttscale.runformat): an unreadable verdict has r None.
+    # Records of older GenRM versions arrive in today's shape (ttscale.runstore.runformat): unreadable, r None.
     kept = [[Verdict(r=None if src == "unreadable" else float(r), chain_tokens=int(t), verdict_tokens=int(k),
                      source=src)
              for r, t, k, src in x[:v]] for x in kept_chains[:s]]

@@ -60,10 +60,11 @@ class SleepTimeParams(PoolParams):
             raise ValueError(f"sleep_tokens must be ≥ 0, got {self.sleep_tokens!r}")
         check_range("sleep_temperature", self.sleep_temperature, 0, 10)
 
-    def check_problems(self, problems: list[Problem]) -> None:
-        """Refuse a task without contexts before anything starts (the runner calls it)."""
-        for problem in problems:
-            stateful_parts(problem)
+
+def needs_contexts(problems: list[Problem]) -> None:
+    """Refuse a task without contexts before anything starts (declared with the strategy, checked by `prepare`)."""
+    for problem in problems:
+        stateful_parts(problem)
 
 
 def stateful_parts(problem: Problem) -> tuple[str, str, str]:
@@ -103,7 +104,7 @@ def _vote(samples: list[Sample]) -> tuple[str | None, dict[str, Any]]:
     return prediction, {"n": len(samples), "votes": dict(votes)}
 
 
-@strategy(SleepTimeParams, replay=Replay(derive=derive))
+@strategy(SleepTimeParams, replay=Replay(derive=derive), check_problems=needs_contexts)
 async def sleep_time(problem: Problem, ctx: Context, p: SleepTimeParams) -> Answer:
     context, query, key = stateful_parts(problem)
     notes, sleep_tokens, computed_here = "", 0, False

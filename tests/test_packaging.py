@@ -34,3 +34,8 @@ def test_wheel_has_no_top_level_card_folders(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for package in ("strategies", "verifiers", "evals"):
         assert f"ttscale/{package}/__init__.py" in names
+    # Every package of the source tree is in the wheel (pyproject lists them by hand: a new one is easily missed).
+    for init in sorted((REPO / "ttscale").rglob("__init__.py")):
+        if "__pycache__" not in init.parts:
+            where = init.relative_to(REPO).as_posix()
+            assert where in names, f"{init.parent.name} is missing from pyproject's packages"

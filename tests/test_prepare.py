@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ttscale.run_config import check_resume
 from ttscale.runner import RunSpec, prepare
-from ttscale.storage import CONFIG, RunDir, RunDirError
+from ttscale.runstore.run_config import check_resume
+from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, prepare_cell
 
 

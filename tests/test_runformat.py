@@ -1,4 +1,4 @@
-"""Versioned run files (ttscale.runformat): today's code stamps config.json and every record with format 2, and
+"""Versioned run files (ttscale.runstore.runformat): today's code stamps config.json and every record with format 2, and
 reads the REAL run directories the code wrote before versions existed (tests/fixtures/runs_v1, format 1) in
 today's shape: load_runs, report, fit, and a resume that finds nothing left (and starts no engine). What a reader
 gets no longer carries the version: a record reads back as it was appended, whatever version wrote its line.
@@ -19,11 +19,11 @@ import pytest
 import ttscale
 from ttscale.cli import main
 from ttscale.engine.base import EngineConfig
-from ttscale.run_config import check_resume, write_config
-from ttscale.runformat import FORMAT_VERSION, RunFormatError, migrate_config, migrate_record, stamp_record
 from ttscale.runner import RunSpec, prepare
-from ttscale.runs import RunLoadError, read_run
-from ttscale.storage import CONFIG, RESULTS, RunDir, RunDirError
+from ttscale.runstore.run_config import check_resume, write_config
+from ttscale.runstore.runformat import FORMAT_VERSION, RunFormatError, migrate_config, migrate_record, stamp_record
+from ttscale.runstore.runs import RunLoadError, read_run
+from ttscale.runstore.storage import CONFIG, RESULTS, RunDir, RunDirError
 from ttscale.testing.policy import SimulatedArithmeticPolicy
 
 V1 = Path(__file__).resolve().parent / "fixtures" / "runs_v1"
@@ -152,7 +152,7 @@ def test_an_older_v1_cli_run_resumes_with_its_engine_settings_read_as_today(
 
 
 def test_recording_the_engine_of_a_v1_run_writes_its_config_in_v2(tmp_path: Path) -> None:
-    from ttscale.run_config import record_engine
+    from ttscale.runstore.run_config import record_engine
 
     run = copy("best_of_n", tmp_path)
     before = RunDir(run).read_config()

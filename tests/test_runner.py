@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ttscale.run_config import check_resume, write_config
 from ttscale.runner import RunSpec, execute, prepare
-from ttscale.storage import RESULTS, RunDir, RunDirError
+from ttscale.runstore.run_config import check_resume, write_config
+from ttscale.runstore.storage import RESULTS, RunDir, RunDirError
 
 pytestmark = pytest.mark.slow
 

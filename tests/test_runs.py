@@ -1,4 +1,4 @@
-"""One reader of runs (ttscale.runs), on REAL run directories (tests/data/real_runs, written by make_runs.py).
+"""One reader of runs (ttscale.runstore.runs), on REAL run directories (tests/data/real_runs, written by make_runs.py).
 
 fit, report and load_runs read through it: a torn last line changes nothing they print, an errored problem
 is counted and kept as a wrong answer, and each sample carries the task grader's verdict the run stored.
@@ -15,7 +15,7 @@ import pytest
 from ttscale.cli import main
 from ttscale.evals import load_task
 from ttscale.reporting import load_runs
-from ttscale.runs import RunLoadError, TornTailWarning, read_run, read_runs
+from ttscale.runstore.runs import RunLoadError, TornTailWarning, read_run, read_runs
 from ttscale.schema import Problem
 
 REAL = Path(__file__).resolve().parent / "data" / "real_runs"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.storage import RESULTS, RunDir, RunDirError
+from ttscale.runstore.storage import RESULTS, RunDir, RunDirError
 
 
 def test_append_and_read_back(tmp_path: Path) -> None:
@@ -25,7 +25,7 @@ def test_torn_last_line_is_dropped_and_cut_on_resume(tmp_path: Path) -> None:
     assert run.finished_ids() == {"a", "b"}
     with run.open_for_writing():
         run.append({"id": "c"})
-    # The old lines as they were; the new one stamped with today's format version (ttscale.runformat).
+    # The old lines as they were; the new one stamped with today's format version (ttscale.runstore.runformat).
     assert (tmp_path / RESULTS).read_text() == '{"id": "a"}\n{"id": "b"}\n{"format": 2, "id": "c"}\n'
     assert run.records() == [{"id": "a"}, {"id": "b"}, {"id": "c"}]  # one shape, whatever version wrote a line
 
@@ -68,7 +68,7 @@ def test_a_record_of_a_newer_format_refuses_the_resume_and_is_kept(tmp_path: Pat
 
 
 def _counting_parser(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    from ttscale import storage
+    from ttscale.runstore import storage
 
     parsed: list[bytes] = []
     real = storage._parse_line
@@ -130,7 +130,7 @@ def test_problems_finishing_together_share_an_fsync_and_each_returns_only_once_d
 ) -> None:
     import os
 
-    from ttscale.storage import GroupCommit
+    from ttscale.runstore.storage import GroupCommit
 
     synced: list[int] = []  # the file's size at each fsync: what is durable
     real_fsync = os.fsync
@@ -139,7 +139,7 @@ def test_problems_finishing_together_share_an_fsync_and_each_returns_only_once_d
         real_fsync(fd)
         synced.append(os.fstat(fd).st_size)
 
-    monkeypatch.setattr("ttscale.storage.os.fsync", fsync)
+    monkeypatch.setattr("ttscale.runstore.storage.os.fsync", fsync)
     run = RunDir(tmp_path)
 
     async def main() -> GroupCommit:
@@ -168,7 +168,7 @@ def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their
     import errno
     import os
 
-    from ttscale.storage import GroupCommit, StorageError
+    from ttscale.runstore.storage import GroupCommit, StorageError
 
     run = RunDir(tmp_path)
     real_fsync = os.fsync
@@ -179,9 +179,9 @@ def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their
     async def main() -> list[BaseException | None]:
         commit = GroupCommit(run)
         await commit.append({"id": "kept"})
-        monkeypatch.setattr("ttscale.storage.os.fsync", full)
+        monkeypatch.setattr("ttscale.runstore.storage.os.fsync", full)
         outcomes = await asyncio.gather(*(commit.append({"id": f"lost{i}"}) for i in range(5)), return_exceptions=True)
-        monkeypatch.setattr("ttscale.storage.os.fsync", real_fsync)
+        monkeypatch.setattr("ttscale.runstore.storage.os.fsync", real_fsync)
         await commit.append({"id": "after"})  # the disk has room again: the run goes on from a whole line
         return list(outcomes)
 
@@ -193,7 +193,7 @@ def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their
 
 
 def test_a_problem_cancelled_while_its_line_is_written_still_has_it_saved(tmp_path: Path) -> None:
-    from ttscale.storage import GroupCommit
+    from ttscale.runstore.storage import GroupCommit
 
     run = RunDir(tmp_path)
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ttscale.budget import Budget
-from ttscale.summary import format_table, summarize
+from ttscale.runstore.summary import format_table, summarize
 
 
 def record(i: int, *, correct: bool, tokens: int, level: int, prediction: str | None = "1") -> dict:

@@ -220,7 +220,7 @@ def fit(
 ) -> Fit:
     """Fit a scaling law (`coverage`, `saturation`, `kinetics`, `genrm`) to run directories or a CSV of points.
 
-    Runs are read through `ttscale.runs`; what the reading counted specially (errored problems kept as wrong,
+    Runs are read through `ttscale.runstore.runs`; what the reading counted specially (errored problems kept as wrong,
     torn last lines left out) is in `fit.details["read"]`. Bad input raises ValueError with one line.
     """
     from ttscale.scaling.inputs import read_points, read_runs
@@ -266,9 +266,9 @@ def report(
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """A run directory's records (results.jsonl, one dict per finished problem), read as every other reader reads
-    it (`ttscale.runs.read_run`): a torn last line, records of problems outside the run's task and attempts a server
-    fault left unfinished are left out, each with a warning; an empty run gives []."""
-    from ttscale.runs import read_run
+    it (`ttscale.runstore.runs.read_run`): a torn last line, records of problems outside the run's task and attempts
+    a server fault left unfinished are left out, each with a warning; an empty run gives []."""
+    from ttscale.runstore.runs import read_run
 
     return read_run(path, finished=False).records
 

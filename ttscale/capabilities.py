@@ -11,6 +11,7 @@ adaptive routing) instead of its name:
 - `difficulty_pool`: its record is a pool of the problem's own samples, nothing shared between problems, so a
   held-out difficulty estimate may read it (ttscale.sweeps.holdout).
 - `adaptive_candidate`: adaptive routing may choose it for a difficulty bin (False for the router itself).
+- `check_problems`: what it needs of every problem of a task, checked by `prepare` before anything starts.
 
 The replay of a pool of independent samples (`pool_replay`) and its request arithmetic (`replay_pool`,
 `spend`) live here, below the strategies, so that a strategy file declares its replay with one line.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ttscale.budget import Budget, Ledger
-from ttscale.schema import Completion, Generation, Sample, SamplingParams
+from ttscale.schema import Completion, Generation, Problem, Sample, SamplingParams
 
 EntryParams = Mapping[str, Sequence[str]]
 """A sweep grid entry's parameters: each name with the values the grid gives it (strings, as on the CLI)."""
@@ -84,6 +85,9 @@ class Capabilities:
     replay: Replay | None = None
     difficulty_pool: bool = False
     adaptive_candidate: bool = True
+    check_problems: Callable[[list[Problem]], None] | None = None
+    """What the strategy needs of every problem, checked before anything starts (sleep-time: a context); raises
+    ValueError in one line."""
 
 
 def capabilities(fn: Any) -> Capabilities:

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ttscale import environments, runs
+from ttscale import environments
 from ttscale.environments import EnvironmentNote
 from ttscale.routing.policy import candidate_key
+from ttscale.runstore import runs
+from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.stats.paired import METRICS, PairResult, compare_pair
-from ttscale.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
@@ -260,7 +261,8 @@ def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = Non
 
 
 def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One run directory's config.json and finished records (through ttscale.runs, as fit and report read it)."""
+    """One run directory's config.json and finished records (through ttscale.runstore.runs, as fit and report read
+    it)."""
     run = runs.read_run(path, finished=False)
     return run.config, run.records
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ttscale.engine.base import EngineFatalError, environ_defaults
 from ttscale.logs import Terminal, capture_output
-from ttscale.run_config import record_engine, write_config
+from ttscale.runstore.run_config import record_engine, write_config
+from ttscale.runstore.storage import ENGINE_LOG, RunDir
 from ttscale.signals import Interrupted, NoteStops
-from ttscale.storage import ENGINE_LOG, RunDir
 
 if TYPE_CHECKING:
     from ttscale.distributed import DistributedConfig

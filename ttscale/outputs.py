@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ttscale.storage import CONFIG, ENGINE_LOG, RESULTS, SUMMARY
+from ttscale.runstore.storage import CONFIG, ENGINE_LOG, RESULTS, SUMMARY
 
 
 class OutputError(ValueError):

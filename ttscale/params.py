@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from ttscale.capabilities import Replay
+    from ttscale.schema import Problem
 
 P = TypeVar("P")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -25,12 +26,14 @@ V = TypeVar("V")
 
 
 def strategy(params: type[Any], *, replay: Replay | None = None, difficulty_pool: bool = False,
-             adaptive_candidate: bool = True) -> Callable[[F], F]:
+             adaptive_candidate: bool = True,
+             check_problems: Callable[[list[Problem]], None] | None = None) -> Callable[[F], F]:
     """Attach a strategy's parameter class and its capabilities (ttscale.capabilities) to it:
     `@strategy(Params, replay=pool_replay(vote)) async def name(problem, ctx, p)`."""
     from ttscale.capabilities import Capabilities
 
-    declared = Capabilities(replay=replay, difficulty_pool=difficulty_pool, adaptive_candidate=adaptive_candidate)
+    declared = Capabilities(replay=replay, difficulty_pool=difficulty_pool, adaptive_candidate=adaptive_candidate,
+                            check_problems=check_problems)
 
     def attach(fn: F) -> F:
         fn.Params = params  # type: ignore[attr-defined]

@@ -23,7 +23,7 @@ from ttscale.flags import (
     task_options,
     vllm_only,
 )
-from ttscale.run_config import check_spec_types
+from ttscale.runstore.run_config import check_spec_types
 
 #: The flags that set a RunSpec field of the same name as they are given.
 _AS_GIVEN = ("strategy", "budget", "task", "limit", "seed", "concurrency", "hardware", "total_budget")

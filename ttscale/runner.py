@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
+from ttscale.capabilities import capabilities
 from ttscale.context import Context
 from ttscale.engine.base import EngineClient, context_length, is_fatal
 from ttscale.engine.determinism import refuse_served
@@ -27,12 +28,12 @@ from ttscale.params import task_defaults as suggested_params
 from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
 from ttscale.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
-from ttscale.runs import grade_samples
+from ttscale.runstore.runs import grade_samples
+from ttscale.runstore.storage import STAGES, SUMMARY, GroupCommit, RunDir
+from ttscale.runstore.summary import summarize
 from ttscale.schema import Answer, Problem, RunRecord
 from ttscale.stages import StageStore
-from ttscale.storage import STAGES, SUMMARY, GroupCommit, RunDir
 from ttscale.strategies import STRATEGIES
-from ttscale.summary import summarize
 
 Solver = Callable[[Problem], Awaitable[dict[str, Any]]]
 """Solves one problem and returns its results.jsonl record (in this process, or on a Ray worker)."""
@@ -111,8 +112,9 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     problems = task.problems()[: spec.limit]
     if not problems:
         raise ValueError(f"task {spec.task!r} has no problems")
-    if hasattr(params, "check_problems"):  # what a strategy needs of every problem (sleep-time: a context), up front
-        params.check_problems(problems)
+    needs = capabilities(fn).check_problems  # what it needs of every problem (sleep-time: a context), up front
+    if needs is not None:
+        needs(problems)
     # A code task makes its sandbox now: where model-written code cannot be isolated, the run is refused before
     # any engine starts (`SandboxUnavailable`, a ValueError naming the flag that allows it).
     getattr(task, "sandbox", None)

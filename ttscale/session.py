@@ -14,14 +14,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttscale.engine.base import EngineConfig
-from ttscale.storage import RunDirError
+from ttscale.runstore.storage import RunDirError
 
 if TYPE_CHECKING:
     from ttscale.distributed import DistributedConfig
     from ttscale.engine import SyncEngine
     from ttscale.engine.base import EngineClient
     from ttscale.run_spec import RunSpec
-    from ttscale.storage import RunDir
+    from ttscale.runstore.storage import RunDir
 
 T = TypeVar("T")
 
@@ -175,9 +175,9 @@ def carry_out(
     the command config.json records (None: sys.argv).
     """
     from ttscale.launch import launch
-    from ttscale.run_config import check_resume, default_out
     from ttscale.runner import prepare
-    from ttscale.storage import RunDir
+    from ttscale.runstore.run_config import check_resume, default_out
+    from ttscale.runstore.storage import RunDir
 
     if distributed is not None:
         if engine is not None:

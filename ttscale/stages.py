@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ttscale.runfiles import append_line, whole_lines
+from ttscale.runstore.runfiles import append_line, whole_lines
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ttscale.routing.allocation import with_total_budget
 from ttscale.routing.difficulty import ProbeSettings
 from ttscale.routing.policy import Policy
 from ttscale.runner import execute, solve
-from ttscale.storage import RunDir
+from ttscale.runstore.storage import RunDir
 from ttscale.strategies.adaptive import AdaptiveParams
 
 PROBE = ProbeSettings(n=2, max_tokens=48)

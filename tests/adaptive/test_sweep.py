@@ -16,7 +16,7 @@ from tests.adaptive.sim import GenRMReplayEngine, PoolReplayEngine, SeededSimula
 from ttscale.cli import main
 from ttscale.routing.policy import LearnOptions
 from ttscale.runner import solve
-from ttscale.storage import RESULTS, SUMMARY
+from ttscale.runstore.storage import RESULTS, SUMMARY
 from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
 from ttscale.sweeps.holdout import learn_from_sweep
 from ttscale.sweeps.outcomes import load_results, outcomes

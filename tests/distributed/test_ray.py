@@ -16,8 +16,8 @@ from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.distributed.pool import WorkerPool, _Member
 from ttscale.engine.base import EngineConfig, EngineFatalError
 from ttscale.runner import Prepared, RunSpec, prepare, run_problems, solve
+from ttscale.runstore.storage import RunDir
 from ttscale.schema import Problem
-from ttscale.storage import RunDir
 
 ray = pytest.importorskip("ray")
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ttscale.problem_engine import ProblemEngine
+from ttscale.runstore.storage import RESULTS, RunDir, RunDirError, StorageError
 from ttscale.schema import SamplingParams
-from ttscale.storage import RESULTS, RunDir, RunDirError, StorageError
 
 
 class _FailingWrites:

@@ -27,9 +27,9 @@ from ttscale.engine.determinism import (
     file_sha256,
     gpu_refusal,
 )
-from ttscale.run_config import check_resume
 from ttscale.runner import RunSpec, prepare
-from ttscale.storage import CONFIG, RunDir, RunDirError
+from ttscale.runstore.run_config import check_resume
+from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 
 H100 = {"vllm_version": "0.11.1", "has_batch_invariant": True, "device": "cuda", "capability": (9, 0),
         "device_name": "NVIDIA H100 80GB HBM3", "environ": {}}

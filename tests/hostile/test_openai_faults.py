@@ -23,8 +23,8 @@ import pytest
 import ttscale.engine.openai as openai_engine
 from tests.hostile.stub_server import Reply, StubServer, completion, json_reply, model_list
 from ttscale.engine.openai import OpenAIConfig, OpenAIEngine, RequestError
+from ttscale.runstore.storage import RunDir
 from ttscale.schema import SamplingParams
-from ttscale.storage import RunDir
 
 SECRET = "SEKRET-4242-abcd"
 
@@ -134,7 +134,7 @@ def test_a_record_left_unfinished_is_not_finished_and_a_later_record_wins(tmp_pa
     assert {r["id"]: r["correct"] for r in run.records()} == {"a": True, "b": True}
     # What the cut-short attempts spent is still there (a total budget counts it), and readers say what they left out.
     assert [r["id"] for r in run.unfinished_attempts()] == ["b", "c"]
-    from ttscale.runs import UnfinishedWarning, read_run
+    from ttscale.runstore.runs import UnfinishedWarning, read_run
 
     with pytest.warns(UnfinishedWarning, match="1 problem a server fault left unfinished left out"):
         assert {r["id"] for r in read_run(tmp_path).records} == {"a", "b"}
@@ -204,7 +204,7 @@ CREDENTIAL_NAMES = ["api_key", "key", "token", "access_token", "sig", "signature
 
 @pytest.mark.parametrize("name", CREDENTIAL_NAMES)
 def test_a_credential_like_query_value_is_masked_in_what_is_stored(name: str) -> None:
-    from ttscale.run_config import redact_argv
+    from ttscale.runstore.run_config import redact_argv
 
     url = f"http://127.0.0.1:8000/v1?api-version=2024-06&{name}={SECRET}"
     stored = redact_argv(["ttscale", "run", "--base-url", url, f"--base-url={url}"])

@@ -101,7 +101,7 @@ def test_policy_out_never_writes_over_the_sweep_it_learns_from(tmp_path: Path,
 
 def test_records_of_problems_outside_the_task_are_left_out_by_every_reader(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ttscale.runs import read_run
+    from ttscale.runstore.runs import read_run
 
     run = make_run(tmp_path, "sc", problems=4)  # the first 4 problems of arithmetic:1-5 (limit 4)
     lines = (run / "results.jsonl").read_text().splitlines(keepends=True)

@@ -28,8 +28,8 @@ import ttscale
 from tests.adaptive.sim import SeededSimulator, model_dir
 from tests.hostile.stub_server import Reply, StubServer, completion, model_list
 from ttscale.cli import main
-from ttscale.runs import read_run
-from ttscale.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
+from ttscale.runstore.runs import read_run
+from ttscale.runstore.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "tests" / "data" / "real_runs"
@@ -265,7 +265,7 @@ def _stub(method: str, path: str, body: Any) -> Reply:
 def test_a_full_disk_mid_run_is_one_line_exit_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ttscale.storage import RunDir as Dir
+    from ttscale.runstore.storage import RunDir as Dir
 
     def full(self: Dir, records: list[dict[str, Any]]) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -1,4 +1,4 @@
-"""ttscale.runs: behaviour that the mutation run (tools/mutation) found unchecked, on the real runs of tests/data."""
+"""ttscale.runstore.runs: behaviour the mutation run (tools/mutation) found unchecked, on tests/data's real runs."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ttscale.runformat import migrate_config
-from ttscale.runs import (
+from ttscale.runstore.runformat import migrate_config
+from ttscale.runstore.runs import (
     ForeignRecordsWarning,
     RunData,
     RunLoadError,
@@ -94,7 +94,7 @@ def test_an_unfinished_run_reads_when_asked(tmp_path: Path) -> None:
 def test_a_real_run_reads_its_files() -> None:
     run = read_run(RUN)
     assert run.path == RUN and run.label == "sc-n4"
-    # Written before deterministic mode: read in today's shape (ttscale.runformat), the file's values kept.
+    # Written before deterministic mode: read in today's shape (ttscale.runstore.runformat), the file's values kept.
     assert run.config == migrate_config(json.loads((RUN / "config.json").read_text()), where=RUN / "config.json")
     assert run.summary == json.loads((RUN / "summary.json").read_text())
     assert run.foreign == 0 and run.errored == []
@@ -218,7 +218,7 @@ def said_by_caller(warning: warnings.WarningMessage) -> bool:
 
 
 def test_attempts_a_server_fault_left_unfinished_are_left_out_and_said(tmp_path: Path) -> None:
-    from ttscale.runs import TornTailWarning, UnfinishedWarning
+    from ttscale.runstore.runs import TornTailWarning, UnfinishedWarning
 
     run = copy(RUN, tmp_path / "run")
     records = lines(run)

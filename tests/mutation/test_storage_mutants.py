@@ -1,4 +1,4 @@
-"""ttscale.storage: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
+"""ttscale.runstore.storage: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ttscale import runfiles, storage
-from ttscale.storage import GroupCommit, RunDir, RunDirError, StorageError
+from ttscale.runstore import runfiles, storage
+from ttscale.runstore.storage import GroupCommit, RunDir, RunDirError, StorageError
 
 
 def test_write_json_is_sorted_indented_and_ends_in_a_newline(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_check_new_on_a_file_says_so(tmp_path: Path) -> None:
 
 
 def test_utf8_writes_text_as_utf8_else_with_json_escapes() -> None:
-    from ttscale.storage import _utf8
+    from ttscale.runstore.storage import _utf8
 
     assert _utf8('{"a": "é"}\n', {"a": "é"}) == '{"a": "é"}\n'.encode()
     data = {"b": "x\udc80", "a": Path("p/q"), "c": "é"}
@@ -98,7 +98,7 @@ class _Entry:
 
 
 def test_a_results_file_that_cannot_be_looked_at_is_not_a_leftover() -> None:
-    from ttscale.storage import _leftover
+    from ttscale.runstore.storage import _leftover
 
     assert _leftover(_Entry("results.jsonl")) is False  # type: ignore[arg-type]
     assert _leftover(_Entry(".lock")) is True  # type: ignore[arg-type]
@@ -260,7 +260,7 @@ def test_torn_tail(tmp_path: Path) -> None:
 
 
 def test_a_line_that_is_json_but_not_an_object_is_not_a_record(tmp_path: Path) -> None:
-    from ttscale.storage import _parse_line
+    from ttscale.runstore.storage import _parse_line
 
     assert _parse_line(b"[1, 2]\n") is None and _parse_line(b"7") is None
     assert _parse_line(b'{"id": "1"}\n') == {"id": "1"}

@@ -18,8 +18,8 @@ from ttscale.budget import Budget, Ledger
 from ttscale.cost.meter import eflop_meter
 from ttscale.engine.base import EngineConfig
 from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.runstore.summary import summarize
 from ttscale.schema import Completion, Generation, RunRecord, SamplingParams
-from ttscale.summary import summarize
 
 MODEL_CONFIG = json.loads((Path(__file__).parents[1] / "data" / "smollm2_config.json").read_text())
 PROMPT_TOKENS = 47

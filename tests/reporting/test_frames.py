@@ -101,7 +101,7 @@ def test_a_torn_last_line_and_a_missing_config_are_tolerated(tmp_path: Path) -> 
     (folder / "summary.json").unlink()
     with (folder / "results.jsonl").open("a") as handle:
         handle.write('{"id": "arith-L5-0000", "correct": tr')  # a run killed mid-write
-    from ttscale.runs import TornTailWarning
+    from ttscale.runstore.runs import TornTailWarning
 
     with pytest.warns(TornTailWarning, match="torn last line was left out"):
         problems = load_runs(folder)

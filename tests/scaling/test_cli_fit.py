@@ -128,7 +128,7 @@ RUNS = [REAL / name for name in ("sc-n4", "sc-n8", "sc-n16")]
 
 
 def test_run_directories_feed_the_laws(capsys: pytest.CaptureFixture[str]) -> None:
-    from ttscale.runs import read_run
+    from ttscale.runstore.runs import read_run
     from ttscale.scaling import fit_coverage_from_samples, fit_saturation
 
     records = [r for run in RUNS for r in read_run(run).records]

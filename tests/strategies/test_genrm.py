@@ -302,7 +302,7 @@ def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run(script: str, legacy: 
         source["info"]["chains"] = [[[0.5, t, k, "default"] if src == "unreadable" else [r, t, k, src]
                                      for r, t, k, src in per] for per in source["info"]["chains"]]
         # As a run directory hands it over: the one migration of old run files reads "default" as unreadable.
-        from ttscale.runformat import migrate_record
+        from ttscale.runstore.runformat import migrate_record
 
         source = migrate_record(source, where="legacy")
     for budget, n, v in [(4000, 1, 1), (4000, 2, 1), (400, 2, 1)]:

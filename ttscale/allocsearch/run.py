@@ -26,7 +26,7 @@ from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
 from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator
-from ttscale.runfiles import write_atomic
+from ttscale.runstore.runfiles import write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
 """Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""

@@ -134,7 +134,7 @@ class SweepEvaluator:
 
     async def __call__(self, allocation: Allocation) -> Evaluation:
         from ttscale.evals.metrics import wilson_interval
-        from ttscale.runs import read_run
+        from ttscale.runstore.runs import read_run
         from ttscale.sweeps import run_cell
 
         params, budget = self.study.cell_of(allocation)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.allocsearch.space import Allocation, Space, Value
-from ttscale.runfiles import append_line, open_regular, storage_error, whole_lines, write_atomic
+from ttscale.runstore.runfiles import append_line, open_regular, storage_error, whole_lines, write_atomic
 
 FORMAT = 1
 """The version of `search.json` and `trials.jsonl`; a log of another version is refused."""

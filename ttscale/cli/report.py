@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("ttscale report needs pandas: pip install 'ttscale[report]'") from None
     from ttscale.api import report
-    from ttscale.runs import RunLoadError, find_runs
+    from ttscale.runstore.runs import RunLoadError, find_runs
 
     try:
         runs = len(find_runs(args.runs))

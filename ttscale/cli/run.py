@@ -12,11 +12,11 @@ from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineFatalError
 from ttscale.errors import Stopped, UsageError
 from ttscale.registry import UnknownNameError
-from ttscale.run_config import default_out
 from ttscale.runner import RunSpec
+from ttscale.runstore.run_config import default_out
+from ttscale.runstore.storage import CONFIG, ENGINE_LOG, RunDir, StorageError
 from ttscale.session import RunExists
 from ttscale.signals import StopSignals
-from ttscale.storage import CONFIG, ENGINE_LOG, RunDir, StorageError
 
 #: Ray settings (DistributedConfig fields besides workers and address).
 _RAY_FLAGS = {
@@ -67,8 +67,8 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Flags → RunSpec → `carry_out`, the path `ttscale.run` takes; its errors as one line, its stop as a signal's."""
+    from ttscale.runstore.summary import format_table
     from ttscale.session import carry_out  # the path `ttscale.run` takes too, looked up when called
-    from ttscale.summary import format_table
 
     stop = StopSignals()
     launched = False

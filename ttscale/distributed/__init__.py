@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ttscale.runner import Prepared
-    from ttscale.storage import RunDir
+    from ttscale.runstore.storage import RunDir
 
 
 class DistributedError(RuntimeError):

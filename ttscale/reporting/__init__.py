@@ -16,7 +16,7 @@ from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, p
 from ttscale.reporting.frames import load_runs, pass_at_k_table, run_table
 from ttscale.reporting.leaderboard import Leaderboard, budget_matched, leaderboard
 from ttscale.reporting.render import level_table, render_html, render_markdown
-from ttscale.runs import RunLoadError, find_runs
+from ttscale.runstore.runs import RunLoadError, find_runs
 
 __all__ = [
     "PALETTE",

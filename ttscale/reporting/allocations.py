@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ttscale.runs import RunLoadError
+from ttscale.runstore.runs import RunLoadError
 
 MANIFEST, TABLE = "allocate.json", "table.json"  # as ttscale.allocsearch.run writes them (not imported: optuna)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.comparison import COMPARE, FORMAT, markdown
-from ttscale.runs import RunLoadError
+from ttscale.runstore.runs import RunLoadError
 
 
 def find_comparisons(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:

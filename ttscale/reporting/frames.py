@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ttscale.evals.metrics import pass_at_k, wilson_interval
-from ttscale.runs import RunData, RunLoadError, read_runs
-from ttscale.storage import CONFIG, SUMMARY
+from ttscale.runstore.runs import RunData, RunLoadError, read_runs
+from ttscale.runstore.storage import CONFIG, SUMMARY
 
 if TYPE_CHECKING:
     import pandas as pd

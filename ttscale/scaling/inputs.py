@@ -6,7 +6,7 @@ CSV columns, by law (names are case-insensitive; the first of each alias list is
     kinetics    model, cost, accuracy             [query] [config]
     genrm       S, V, accuracy                    [problem]
 
-Run directories are read through `ttscale.runs` (as report and compare read them): one record per problem
+Run directories are read through `ttscale.runstore.runs` (as report and compare read them): one record per problem
 (`ttscale.schema.RunRecord`: `id`, `correct`, `ledger`, `samples`, `info`), a torn last line left out,
 errored problems kept as wrong answers, each sample's correctness by the run's own task grader.
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ttscale.runs import RunData, RunLoadError
-from ttscale.runs import read_runs as read_run_dirs
+from ttscale.runstore.runs import RunData, RunLoadError
+from ttscale.runstore.runs import read_runs as read_run_dirs
 from ttscale.scaling._resample import FitInputError
 
 #: canonical column → accepted names (the Kinetics tables' own names included).

@@ -24,9 +24,9 @@ from ttscale.engine.base import EngineConfig
 from ttscale.engine.openai import OpenAIConfig
 from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
-from ttscale.run_config import check_resume, write_config
 from ttscale.runner import Prepared, RunSpec
-from ttscale.storage import CONFIG, RunDir
+from ttscale.runstore.run_config import check_resume, write_config
+from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
 
 SWEEP = "sweep.json"

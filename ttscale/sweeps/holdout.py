@@ -22,9 +22,9 @@ from ttscale.capabilities import capabilities
 from ttscale.routing.difficulty import ProbeSettings, offline_features
 from ttscale.routing.policy import Difficulty, LearnOptions, learn_policy
 from ttscale.runner import prepare
+from ttscale.runstore.storage import CONFIG
 from ttscale.schema import Sample
 from ttscale.selection import majority_vote
-from ttscale.storage import CONFIG
 from ttscale.strategies import STRATEGIES
 from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir
 

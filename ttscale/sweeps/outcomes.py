@@ -20,7 +20,7 @@ from typing import Any
 from ttscale.budget import Budget
 from ttscale.evals.metrics import wilson_interval
 from ttscale.routing.policy import Outcome
-from ttscale.runs import read_run
+from ttscale.runstore.runs import read_run
 from ttscale.schema import Problem
 from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir, load_spec
 

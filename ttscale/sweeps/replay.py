@@ -17,10 +17,10 @@ from typing import Any
 from ttscale.capabilities import Stored, capabilities
 from ttscale.engine.base import context_length
 from ttscale.runner import Prepared
+from ttscale.runstore.storage import SUMMARY, RunDir
+from ttscale.runstore.summary import summarize
 from ttscale.schema import Problem, RunRecord, Sample
-from ttscale.storage import SUMMARY, RunDir
 from ttscale.strategies import STRATEGIES
-from ttscale.summary import summarize
 from ttscale.sweeps.grid import Cell, writing_cell
 
 

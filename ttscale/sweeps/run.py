@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from ttscale.engine.base import EngineClient
-from ttscale.run_config import redact_argv
 from ttscale.runner import Prepared, execute, prepare
+from ttscale.runstore.run_config import redact_argv
+from ttscale.runstore.storage import CONFIG, SUMMARY, RunDir
 from ttscale.schema import Problem
-from ttscale.storage import CONFIG, SUMMARY, RunDir
 from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir, writing_cell
 from ttscale.sweeps.holdout import holdout_cells
 from ttscale.sweeps.replay import derive_cell

@@ -1,7 +1,7 @@
 """A run's config.json: the identity `--resume` checks, the spec it was made from, the machine it ran on.
 
 Written stamped with its format version and read back in today's shape, whatever version wrote it
-(`ttscale.runformat`, through `RunDir.write_config` and `RunDir.read_config`)."""
+(`ttscale.runstore.runformat`, through `RunDir.write_config` and `RunDir.read_config`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ttscale.storage import CONFIG, RunDir, RunDirError
+from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 
 if TYPE_CHECKING:
     from ttscale.engine.base import EngineClient
@@ -105,7 +105,7 @@ def default_out(spec: RunSpec) -> Path:
 
 def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
     """Refuse to resume a run whose stored identity differs from the one asked for (the stored one read in
-    today's terms: `ttscale.runformat.migrate_config`)."""
+    today's terms: `ttscale.runstore.runformat.migrate_config`)."""
     stored = run_dir.read_config().get("identity")
     if not isinstance(stored, dict):  # edited by hand, or not written by ttscale: nothing to compare with
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: {run_dir.path / CONFIG} has no identity "

@@ -3,7 +3,7 @@
 On disk, config.json and each results.jsonl record carry `"format"`, a whole number: writers stamp
 `FORMAT_VERSION` (`stamp_config`, `stamp_record`, called by `RunDir.write_config` and `RunDir.append`). Readers
 bring any older version to today's shape (`migrate_config`, `migrate_record`, called by `RunDir.read_config`,
-`RunDir.records` and `ttscale.runs`), so the code that reads a run sees one shape: a record as
+`RunDir.records` and `ttscale.runstore.runs`), so the code that reads a run sees one shape: a record as
 `RunRecord.to_json()` gives it, a config as `RunConfigData`. The version is the file's, not the data's: what a
 reader gets no longer carries it, so a record reads back as it was appended. A version newer than this code
 reads, or one that is not a whole number, is refused in one line naming the file (`RunFormatError`, a
@@ -20,7 +20,7 @@ Versions:
    - config.json, `identity.engine` and `spec.engine`: runs made before deterministic mode existed have no
      `deterministic`; they ran without it (False). A served model's identity (with `backend`) has neither.
    - results.jsonl: samples written before samples were graded have no `correct`; it reads as None, and the
-     readers grade those samples with the run's task (`ttscale.runs`).
+     readers grade those samples with the run's task (`ttscale.runstore.runs`).
    - results.jsonl, GenRM records written before unreadable verdicts were left out of a solution's mean store
      each such verdict in `info.chains` as `[0.5, chain tokens, verdict tokens, "default"]` and count them in
      `info.verdicts.default`: read as `[None, ..., "unreadable"]` and counted as `unreadable`, as today's GenRM
@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ttscale.runfiles import RunDirError
+from ttscale.runstore.runfiles import RunDirError
 
 FORMAT_VERSION = 2
 """The version this code writes, and the newest it reads."""
@@ -51,7 +51,7 @@ class RunFormatError(RunDirError):
 
 
 class RunConfigData(TypedDict, total=False):
-    """config.json as today's code writes it (`ttscale.run_config.write_config`); readers get it without `format`."""
+    """config.json as today's code writes it (`run_config.write_config`); readers get it without `format`."""
 
     format: int
     """`FORMAT_VERSION`: on disk only (`stamp_config` adds it, `migrate_config` takes it off)."""

@@ -12,7 +12,7 @@ that is absent, empty, or holds what a start cut off before its config left (the
 results file), and a failed start removes only what it created. Run files are regular files, opened
 so that no open can block (a FIFO would hang it), with the mode the user's umask gives.
 
-config.json and each results.jsonl record carry their format version (ttscale.runformat): `write_config` and
+config.json and each results.jsonl record carry their format version (ttscale.runstore.runformat): `write_config` and
 `append` stamp today's, and `read_config`, `records` and `unfinished_attempts` return today's shape (without the
 version) whatever version wrote the file (a results.jsonl may hold both: a resumed old run), refusing a newer
 one in one line.
@@ -33,7 +33,7 @@ from typing import IO, Any
 
 import jsonlines
 
-from ttscale.runfiles import (
+from ttscale.runstore.runfiles import (
     RunDirError,
     StorageError,
     check_regular,
@@ -42,7 +42,7 @@ from ttscale.runfiles import (
     storage_error,
     write_atomic,
 )
-from ttscale.runformat import migrate_config, migrate_record, stamp_config, stamp_record
+from ttscale.runstore.runformat import migrate_config, migrate_record, stamp_config, stamp_record
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -152,7 +152,7 @@ class RunDir:
                               f"no {CONFIG}); a new run needs a new or empty directory")
 
     def read_config(self) -> dict[str, Any]:
-        """config.json in today's shape (`ttscale.runformat.RunConfigData`, without `format`), whatever version
+        """config.json in today's shape (`ttscale.runstore.runformat.RunConfigData`, without `format`), whatever version
         wrote it; a one-line RunDirError when it is absent, unreadable, not an object, or of a version not read here."""
         try:
             with os.fdopen(open_regular(self.path / CONFIG, os.O_RDONLY)[0], "rb") as handle:
@@ -209,7 +209,7 @@ class RunDir:
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored), each in today's shape whatever
-        version wrote its line (`ttscale.runformat`)."""
+        version wrote its line (`ttscale.runstore.runformat`)."""
         # Copies: the parsed lines are kept for the next read, and a caller may edit what it gets.
         return [dict(r) for r in self._first().values()]
 
@@ -414,6 +414,6 @@ def _utf8(text: str, data: Any, **dump: Any) -> bytes:
         return (json.dumps(data, ensure_ascii=True, default=str, **dump) + newline).encode("ascii")
 
 
-# The errors live with the file opening (ttscale.runfiles) and are this module's too, as they always were.
+# The errors live with the file opening (ttscale.runstore.runfiles) and are this module's too, as they always were.
 __all__ = ["CONFIG", "ENGINE_LOG", "RESULTS", "SUMMARY", "GroupCommit", "RunDir", "RunDirError", "StorageError",
            "storage_error"]

@@ -1,6 +1,6 @@
 """What the readers of run directories require of a record, and which records belong to a run.
 
-`ttscale.runs` reads every run through these two rules, so report, fit, compare and `load_runs` agree:
+`ttscale.runstore.runs` reads every run through these two rules, so report, fit, compare and `load_runs` agree:
 
 - a record whose fields have the wrong type (a ledger that is a list, a token count that is NaN or a string, a
   verdict that is a string) is refused with one line naming the file, the problem and the field: a value a

@@ -7,9 +7,9 @@ the environment), results.jsonl (one record per finished problem) and summary.js
   newline is a record; a bad line with more after it is an error naming the line;
 - errored problems (the strategy raised) are kept and counted: they are wrong answers, as in summary.json;
 - records of problems not in the run's task are left out with a warning, as summary.json leaves them out, and a
-  record with a field of the wrong type is refused in one line (see `ttscale.records`);
+  record with a field of the wrong type is refused in one line (see `ttscale.runstore.records`);
 - config.json and every record are read in today's shape whatever format version wrote them, and a version
-  newer than this code reads is refused in one line (`ttscale.runformat`);
+  newer than this code reads is refused in one line (`ttscale.runstore.runformat`);
 - each sample's correctness is the task grader's verdict the run stored; a sample of a run written before samples
   were graded (its `correct` reads as None) is graded here with its own task's grader (exact match when that task
   cannot load on this machine);
@@ -26,10 +26,10 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from ttscale.records import record_problem, task_problem_ids
-from ttscale.runfiles import StorageError
-from ttscale.runformat import migrate_config
-from ttscale.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
+from ttscale.runstore.records import record_problem, task_problem_ids
+from ttscale.runstore.runfiles import StorageError
+from ttscale.runstore.runformat import migrate_config
+from ttscale.runstore.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
 
 Grade = Callable[[Any, str], bool]
 
@@ -59,7 +59,7 @@ class RunData:
     label: str
     """A short name, unique among the runs read together (the folder name, with its parent's when two clash)."""
     config: dict[str, Any]
-    """config.json in today's shape (`ttscale.runformat`; {} when absent: a directory of copied results)."""
+    """config.json in today's shape (`ttscale.runstore.runformat`; {} when absent: a directory of copied results)."""
     summary: dict[str, Any]
     """summary.json ({} when absent)."""
     records: list[dict[str, Any]]
@@ -68,7 +68,7 @@ class RunData:
     """Whether results.jsonl ends in a torn line (left out)."""
     foreign: int = 0
     """Records of problems not among the run's own (its task's first `limit`), left out as summary.json leaves
-    them (0 when the task cannot be loaded here without the network: see `ttscale.records`)."""
+    them (0 when the task cannot be loaded here without the network: see `ttscale.runstore.records`)."""
     _grade: Grade | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -141,7 +141,7 @@ def read_run(path: str | Path, *, label: str | None = None, finished: bool = Tru
 
 def _belonging(records: list[dict[str, Any]], config: dict[str, Any], *,
                where: Path) -> tuple[list[dict[str, Any]], int]:
-    """The records of the run's own problems, each checked (`ttscale.records`), and how many were left out."""
+    """The records of the run's own problems, each checked (`ttscale.runstore.records`), and how many were left out."""
     for record in records:
         problem = record_problem(record)
         if problem is not None:
