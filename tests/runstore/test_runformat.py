@@ -26,7 +26,7 @@ from ttscale.runstore.runs import RunLoadError, read_run
 from ttscale.runstore.storage import CONFIG, RESULTS, RunDir, RunDirError
 from ttscale.testing.policy import SimulatedArithmeticPolicy
 
-V1 = Path(__file__).resolve().parent / "fixtures" / "runs_v1"
+V1 = Path(__file__).resolve().parents[1] / "fixtures" / "runs_v1"
 RUNS = ("self_consistency", "best_of_n", "beam", "sleep_time", "cli_self_consistency")
 """The single-run fixtures (the sweep's cells are runs too: see the sweep tests)."""
 
@@ -322,7 +322,7 @@ def test_records_of_both_versions_in_one_file_read_as_today(tmp_path: Path) -> N
 
 def test_the_real_runs_of_tests_data_read_as_before() -> None:
     """tests/data/real_runs are version-1 runs too: every reader sees their records as they were."""
-    real = Path(__file__).resolve().parent / "data" / "real_runs" / "sc-n4"
+    real = Path(__file__).resolve().parents[1] / "data" / "real_runs" / "sc-n4"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run = read_run(real)

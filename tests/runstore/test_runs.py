@@ -18,7 +18,7 @@ from ttscale.reporting import load_runs
 from ttscale.runstore.runs import RunLoadError, TornTailWarning, read_run, read_runs
 from ttscale.schema import Problem
 
-REAL = Path(__file__).resolve().parent / "data" / "real_runs"
+REAL = Path(__file__).resolve().parents[1] / "data" / "real_runs"
 RUNS = [REAL / name for name in ("sc-n4", "sc-n8", "sc-n16")]  # self-consistency, 4, 8 and 16 samples
 
 
