@@ -111,6 +111,27 @@ def test_a_v1_run_resumes_with_nothing_left_and_asks_the_engine_nothing(name: st
     assert len(ttscale.load_runs(run)) == len(raw_lines(run))
 
 
+def test_a_v1_api_run_with_another_seed_resumes(tmp_path: Path) -> None:
+    # `ttscale.run(seed=3)` of that day seeded the run's requests by 3 and left the engine's own seed at 0; today
+    # the call seeds both (as `ttscale run --seed` always did). Its run must still resume.
+    run = copy("self_consistency", tmp_path)
+    config = raw_config(run)
+    assert config["command"][0] == "ttscale.run" and config["identity"]["engine"]["seed"] == 0
+    for part in ("identity", "spec"):
+        config[part]["seed"] = 3
+    (run / CONFIG).write_text(json.dumps(config), encoding="utf-8")
+    NoGeneration.calls = 0
+    done = resume_as_stored(run, NoGeneration(seed=0))
+    assert done.summary["resumed"] is True and NoGeneration.calls == 0
+    assert RunDir(run).read_config()["identity"]["engine"]["seed"] == 3
+    # A v1 CLI run kept its engine seed: `--seed` set it then too.
+    cli_run = copy("cli_self_consistency", tmp_path)
+    cli_config = raw_config(cli_run)
+    cli_config["identity"]["seed"] = 3
+    (cli_run / CONFIG).write_text(json.dumps(cli_config), encoding="utf-8")
+    assert RunDir(cli_run).read_config()["identity"]["engine"]["seed"] == 0
+
+
 def test_the_v1_cli_run_resumes_on_the_cli_without_starting_an_engine(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

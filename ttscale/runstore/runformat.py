@@ -19,6 +19,9 @@ Versions:
      (In version 2, None is a setting of its own, exactly the model's length, and stays None.)
    - config.json, `identity.engine` and `spec.engine`: runs made before deterministic mode existed have no
      `deterministic`; they ran without it (False). A served model's identity (with `backend`) has neither.
+   - config.json of a run made by `ttscale.run` (command `ttscale.run ...`): the call seeded the run's requests by
+     its `seed` and left the engine's own seed at 0, where today it seeds both (as `ttscale run --seed` always
+     did); every request carries its own seed, so the engine's seed drew nothing, and it reads as the run's.
    - results.jsonl: samples written before samples were graded have no `correct`; it reads as None, and the
      readers grade those samples with the run's task (`ttscale.runstore.runs`).
    - results.jsonl, GenRM records written before unreadable verdicts were left out of a solution's mean store
@@ -94,10 +97,14 @@ def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
     a new dict, `data` is not edited). `where` names the file in the error."""
     old = version(data, where=where) < 2
     out = {k: v for k, v in data.items() if k != KEY}
+    made_by_api = isinstance(out.get("command"), list) and out["command"][:1] == ["ttscale.run"]
     for part in ("identity", "spec"):
         section = out.get(part)
         if old and isinstance(section, dict) and isinstance(section.get("engine"), dict):
-            out[part] = {**section, "engine": _engine(section["engine"])}
+            engine = _engine(section["engine"])
+            if made_by_api and "backend" not in engine and engine.get("seed") == 0:
+                engine["seed"] = section.get("seed", 0)
+            out[part] = {**section, "engine": engine}
     return out
 
 
@@ -124,9 +131,9 @@ def _stamped(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _engine(engine: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 engine's settings (identity or spec) in today's terms; a served model's identity as it is."""
+    """A version-1 engine's settings (identity or spec) in today's terms (a new dict); a served model's as they are."""
     if "backend" in engine:
-        return engine
+        return dict(engine)
     if "max_model_len" in engine and engine["max_model_len"] is None:
         engine = {**engine, "max_model_len": -1}
     return {"deterministic": False, **engine}
