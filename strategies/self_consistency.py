@@ -12,7 +12,6 @@ Ties → the answer seen first, so runs are deterministic.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,12 +44,10 @@ def vote(samples: list[Sample], p: Any) -> tuple[str | None, dict[str, Any]]:
 @strategy(SelfConsistencyParams, replay=pool_replay(vote), difficulty_pool=True)
 async def self_consistency(problem: Problem, ctx: Context, p: SelfConsistencyParams) -> Answer:
     completions = await sample_pool(ctx, p)
-    votes: Mapping[str, float]
     if p.verifier is None:
         samples = [ctx.sample(c) for c in completions]
-        prediction, votes = await asyncio.to_thread(majority_vote, samples)  # a symbolic merge waits on the grader
     else:
         rewards = await score_outcomes(ctx, [c.text for c in completions], verifier=p.verifier)
         samples = [ctx.sample(c, score=r) for c, r in zip(completions, rewards, strict=True)]
-        prediction, votes = await asyncio.to_thread(weighted_vote, samples)
-    return Answer(prediction=prediction, samples=tuple(samples), info={"n": len(samples), "votes": dict(votes)})
+    prediction, info = await asyncio.to_thread(vote, samples, p)  # a symbolic merge waits on the grader
+    return Answer(prediction=prediction, samples=tuple(samples), info=info)

@@ -26,8 +26,8 @@ from ttscale.capabilities import Derived, Replay, Stored, derive_pool
 from ttscale.context import Context
 from ttscale.params import check_range, strategy
 from ttscale.sampling import PoolParams, sample_pool
-from ttscale.schema import Answer, Problem, Sample, SamplingParams
-from ttscale.selection import majority_vote
+from ttscale.schema import Answer, Problem, SamplingParams
+from ttscale.strategies.self_consistency import vote
 
 SLEEP_PROMPT = (
     "Here is some information. A question about it will come later; you do not know the question yet.\n\n"
@@ -88,7 +88,7 @@ async def think(stage: Context, context: str, p: SleepTimeParams) -> dict[str, A
 
 def derive(stored: Stored) -> Derived | str:
     """A smaller test-time budget read from the pool: the same notes (the context's stage), fewer votes."""
-    derived = derive_pool(stored, lambda samples, p: _vote(samples))
+    derived = derive_pool(stored, vote)
     if isinstance(derived, str):
         return derived
     derived.info.update({k: v for k, v in (stored.record.get("info") or {}).items() if k in SLEEP_INFO})
@@ -97,11 +97,6 @@ def derive(stored: Stored) -> Derived | str:
         stored.ledger.extra["sleep_tokens_amortised"] = source_ledger["sleep_tokens_amortised"]
     stored.ledger.tally("test_tokens", sum(s.num_tokens for s in derived.samples))
     return derived
-
-
-def _vote(samples: list[Sample]) -> tuple[str | None, dict[str, Any]]:
-    prediction, votes = majority_vote(samples)
-    return prediction, {"n": len(samples), "votes": dict(votes)}
 
 
 @strategy(SleepTimeParams, replay=Replay(derive=derive), check_problems=needs_contexts)
@@ -117,7 +112,7 @@ async def sleep_time(problem: Problem, ctx: Context, p: SleepTimeParams) -> Answ
     prompt = ctx.engine.chat_prompt(ctx.task.messages(replace(problem, question=question)))
     completions = await sample_pool(ctx, p, prompt=prompt, phase="test")
     samples = [ctx.sample(c) for c in completions]
-    prediction, info = await asyncio.to_thread(_vote, samples)
+    prediction, info = await asyncio.to_thread(vote, samples, p)  # the majority, as self-consistency votes
     queries = max(1, int(problem.meta.get("queries_in_context") or 1))
     ctx.ledger.extra["sleep_tokens_amortised"] = round(sleep_tokens / queries, 3)
     return Answer(prediction=prediction, samples=tuple(samples), info={

@@ -32,7 +32,8 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
     if replay is None:
         return f"{prepared.strategy_name} declares no replay"
     varied = replay.varied
-    stored = (source_dir.read_config().get("identity") or {}).get("params")
+    source_config = source_dir.read_config()
+    stored = (source_config.get("identity") or {}).get("params")
     stored = {k: v for k, v in stored.items() if k not in varied} if isinstance(stored, dict) else {}
     current = {k: v for k, v in json.loads(json.dumps(asdict(prepared.params), default=str)).items()
                if k not in varied}
@@ -41,7 +42,8 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
     sources = {str(r["id"]): r for r in source_dir.records()}
     # The context limit the source's engine ran with (the model's own when none was set): its samples obey it.
     # An engine that records none (a simulator) had none that mattered.
-    ran = source_dir.read_config().get("environment", {}).get("engine") or {}
+    source_engine = source_config.get("environment", {}).get("engine")
+    ran = source_engine or {}
     # A configured -1 (fit to memory) or None is no number: the recorded limit in force is.
     limit = context_length(prepared.spec.engine.max_model_len, ran.get("max_model_len"),
                          (ran.get("config") or {}).get("max_model_len"))
@@ -58,7 +60,6 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
             return f"{problem.id}: {record}"
         else:
             records.append(record)
-    source_engine = source_dir.read_config().get("environment", {}).get("engine")
     engine = {"derived_from": str(cell.source), "source_engine": source_engine}
     with writing_cell(run_dir, prepared, engine, argv=["derived", str(cell.source)]):
         done = run_dir.finished_ids()
