@@ -82,9 +82,14 @@ class Replay:
 
 @dataclass(frozen=True)
 class Capabilities:
+    """What a strategy declared with `@strategy(Params, ...)` (see the module doc)."""
+
     replay: Replay | None = None
+    """How a sweep derives its cells from a larger one; None: every cell runs."""
     difficulty_pool: bool = False
+    """Its record is a pool of the problem's own samples, which a held-out difficulty estimate may read."""
     adaptive_candidate: bool = True
+    """Adaptive routing may choose it for a difficulty bin."""
     check_problems: Callable[[list[Problem]], None] | None = None
     """What the strategy needs of every problem, checked before anything starts (sleep-time: a context); raises
     ValueError in one line."""

@@ -16,8 +16,9 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ttscale.capabilities import Capabilities, Replay
+
 if TYPE_CHECKING:
-    from ttscale.capabilities import Replay
     from ttscale.schema import Problem
 
 P = TypeVar("P")
@@ -30,8 +31,6 @@ def strategy(params: type[Any], *, replay: Replay | None = None, difficulty_pool
              check_problems: Callable[[list[Problem]], None] | None = None) -> Callable[[F], F]:
     """Attach a strategy's parameter class and its capabilities (ttscale.capabilities) to it:
     `@strategy(Params, replay=pool_replay(vote)) async def name(problem, ctx, p)`."""
-    from ttscale.capabilities import Capabilities
-
     declared = Capabilities(replay=replay, difficulty_pool=difficulty_pool, adaptive_candidate=adaptive_candidate,
                             check_problems=check_problems)
 
