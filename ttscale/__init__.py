@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` impor
     from ttscale.api import Engine, Run, Sweep, fit, read_records, report, run, sweep
     from ttscale.comparison import compare
     from ttscale.evals import TASKS
+    from ttscale.planning import plan
     from ttscale.reporting.frames import load_runs
     from ttscale.strategies import STRATEGIES
     from ttscale.verifiers import VERIFIERS
@@ -44,6 +45,10 @@ def __getattr__(name: str) -> Any:
         from ttscale.allocsearch import run as allocation
 
         return getattr(allocation, name)
+    if name == "plan":  # sizes for a claim's power (ttscale.planning): statsmodels on first use
+        from ttscale.planning import plan
+
+        return plan
     if name == "compare":  # paired comparisons (ttscale.comparison) run sweeps: imported on first use
         from ttscale.comparison import compare
 
@@ -74,6 +79,7 @@ __all__ = [
     "compare",
     "fit",
     "load_runs",
+    "plan",
     "read_records",
     "report",
     "run",

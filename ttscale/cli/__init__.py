@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "policy": "ttscale.cli.sweep:register_policy",
     "compare": "ttscale.cli.compare:register",
     "allocate": "ttscale.cli.allocate:register",
+    "plan": "ttscale.cli.plan:register",
 }
 
 EXIT_USAGE = 2
