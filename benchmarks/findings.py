@@ -8,7 +8,8 @@ exactly. In short, with 95% intervals over problems and a margin m of 1 point:
 F1 Large Language Monkeys: coverage grows log-linearly in k — coverage(k) = exp(a·k^b) and a ceiling
    s·(1 − (1 − p)^k), both fitted on k ≤ K/4 of a K-sample pool (the repeats' pools merged per problem),
    predict the held-out k = K/2, K; the ceiling's held-out RMSE minus the law's, with its interval from refitting
-   both on every bootstrap resample of problems: wholly above m → reproduced, wholly below m → not reproduced.
+   both on every bootstrap resample of problems: wholly above m → reproduced, wholly below −m (the ceiling predicts
+   better) → not reproduced, else (as well as each other) inconclusive.
 F2 majority vote plateaus — from the same pools, the votes grouped by equivalence (12, 12.0 and 12.00 are one
    vote, as `ttscale.selection.majority_vote` counts them): maj@K − maj@K/4 with its interval inside ±m, while
    coverage still grows (coverage@K − coverage@K/4 > m) and the vote wins somewhere (maj@K/4 > m) → reproduced;
@@ -22,7 +23,8 @@ F6 A* reaches best-of-N's accuracy with fewer tokens (Chatziveroglou, up to 3x) 
    magnitude rule (≥ √3 = 1.73x), A* at most m lower; at the paper's one pop per round and at parallel=4.
 F7 adaptive routing matches best-of-N with fewer tokens (Snell et al.) — from benchmarks/adaptive.py's
    report (`--adaptive-report FILE`; it runs sweeps, so it is its own command).
-F8 TTSPM: accuracy saturates — the fitted saturation point N* of coverage(N) lies inside the measured range.
+F8 TTSPM: accuracy saturates — the fitted saturation point N* of coverage(N) lies inside the measured range and
+   the last doubling's gain is within ±m; N* beyond the range or a gain above m (still rising) → not reproduced.
 F9 DeepConf-low online reaches self-consistency's accuracy with fewer tokens (Fu et al., 52.9% fewer at 256 traces:
    2.12x) — self-consistency/DeepConf tokens at the same N traces per problem by the magnitude rule (≥ √2.12 =
    1.46x), DeepConf at most m lower; its window is 16 tokens (the paper's 2,048 is longer than this model's whole
@@ -62,12 +64,12 @@ from verdicts import (
     plateau,
     pts,
     ratio_of_means,
+    saturation,
 )
 
 from ttscale.engine import SyncEngine
 from ttscale.evals.metrics import pass_at_k
 from ttscale.runner import RunSpec, prepare, solve
-from ttscale.scaling import fit_ttspm
 
 Records = list[list[dict[str, Any]]]
 """records[r][i]: repeat r, problem i (the same problems in the same order for every repeat)."""
@@ -136,12 +138,7 @@ def pool_findings(pools: Records, grade: Callable[[str | None, str], bool], k_ma
     # F1 pools each problem's repeats (independent samples of one problem): pass@k stays unbiased for k ≤ K.
     rows = [("F1 coverage grows log-linearly in k", *coverage_law(samples, right, k_max)),
             ("F2 majority vote plateaus", *plateau(majority, cover, ks))]
-    sat = fit_ttspm(budget=ks, accuracy=cover, n_boot=200)
-    star, low, high = sat.derived["N_star"]
-    inside = "reproduced" if high <= ks[-1] else "not reproduced" if low > ks[-1] else "inconclusive"
-    rows.append(("F8 TTSPM saturation point inside the range", inside,
-                 f"N* = {star:.1f} [{low:.1f}, {high:.1f}] samples (measured up to {ks[-1]}), "
-                 f"F_max {sat.params['F_max']:.3f}"))
+    rows.append(("F8 TTSPM saturation point inside the range", *saturation(cover, ks)))
     return rows
 
 

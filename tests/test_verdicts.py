@@ -9,6 +9,7 @@ benchmark scripts are imported (their engine starts only in main()).
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import statistics
 import sys
@@ -228,6 +229,13 @@ def test_f9_deepconf_against_the_papers_52_9_percent_cut() -> None:
     assert f9((2.3, 1.9, 2.8), worse).verdict == v.NOT_REPRODUCED
     assert f9((0.97, 0.9, 1.0), equal).verdict == v.NOT_REPRODUCED
     assert f9((1.2, 1.1, 1.3), equal).verdict == v.DIRECTION_ONLY  # fewer tokens, far from the paper's cut
+    # Inconclusive: either half undecided; "direction reproduced, magnitude inconclusive" when only the cut's
+    # magnitude is open.
+    open_accuracy, open_cut = (0.0, -0.11, 0.11), (1.5, 1.2, 1.9)
+    assert f9((2.3, 1.9, 2.8), open_accuracy).verdict == v.INCONCLUSIVE
+    assert f9((1.3, 0.9, 1.8), equal).verdict == v.INCONCLUSIVE  # no cut shown, nor half the paper's excluded
+    assert f9(open_cut, equal).verdict == v.DIRECTION_MAGNITUDE_OPEN
+    assert f9(open_cut, worse).verdict == v.NOT_REPRODUCED
 
 
 # -- F1: the coverage law on held-out k -----------------------------------------------------------------------
@@ -246,10 +254,62 @@ def test_f1_law_against_a_ceiling_on_held_out_k() -> None:
     assert found.verdict == v.INCONCLUSIVE, found
 
 
+def test_f1_is_inconclusive_when_the_ceiling_fits_as_well_as_the_law() -> None:
+    """Every problem solved at rate 0.6: coverage is at 1 by k = 16 and both curves predict it to a fraction of a
+    point. The old rule (`above`: CI high < +1 → not reproduced) refuted the law on data that cannot tell the two
+    apart."""
+    rng = np.random.default_rng(1)
+    found = v.coverage_law(np.full(100, 32), rng.binomial(32, np.full(100, 0.6)), 32, n_boot=400)
+    assert found.verdict == v.INCONCLUSIVE, found
+    assert "not reproduced CI < −1" in found.measured
+    assert v.law_rule((0.0, -0.3, 0.2)) == v.INCONCLUSIVE
+    assert v.law_rule((0.05, 0.02, 0.08)) == v.REPRODUCED
+    assert v.law_rule((-0.05, -0.08, -0.02)) == v.NOT_REPRODUCED
+
+
 def test_saturating_fit_recovers_its_parameters() -> None:
     k = np.array([1.0, 2.0, 4.0, 8.0])
     s, p = v.saturating_fit((0.6 * (1 - 0.7**k))[None, :], k)
     assert s[0] == pytest.approx(0.6, rel=0.01) and p[0] == pytest.approx(0.3, rel=0.01)
+
+
+# -- F8: saturation inside the range, and accuracy no longer rising ---------------------------------------------
+
+
+def coverage_curves(rates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """coverage@k per problem (problems × KS) of one 32-sample pool drawn at each problem's rate."""
+    from ttscale.evals.metrics import pass_at_k
+
+    return np.array([[pass_at_k(n=32, c=int(c), k=k) for k in KS] for c in rng.binomial(32, rates)])
+
+
+def test_f8_not_reproduced_while_accuracy_still_rises_at_the_largest_n() -> None:
+    rising = coverage_curves(np.random.default_rng(0).beta(0.2, 2.0, 60), np.random.default_rng(1))
+    # The issue's case: coverage still climbing about 8 points a doubling at the end; the TTSPM fit puts N* inside
+    # the range (the old rule's "reproduced"), but the last doubling's gain is wholly above the margin.
+    assert np.diff(rising.mean(axis=0))[-2:].min() > 0.06
+    found = v.saturation(rising, KS)
+    assert found.verdict == v.NOT_REPRODUCED, found
+    star_high = float(found.measured.split("]")[0].split(", ")[-1])
+    assert star_high <= 32 and "coverage@32 − coverage@16 +" in found.measured  # N* alone would say reproduced
+
+
+def test_f8_reproduced_and_inconclusive() -> None:
+    rng = np.random.default_rng(0)
+    flat = coverage_curves(np.where(rng.random(60) < 0.5, 0.4, 0.0), rng)  # levels off at about 0.47 by k = 8
+    found = v.saturation(flat, KS)
+    assert found.verdict == v.REPRODUCED, found
+    few = coverage_curves(np.random.default_rng(2).beta(0.3, 1, 4), np.random.default_rng(12))
+    assert v.saturation(few, KS).verdict == v.INCONCLUSIVE  # 4 problems: 14 points of gain, its CI down to 0
+
+
+def test_f8_rule_on_intervals() -> None:
+    flat, rising, open_gain = (0.0, 0.0, 0.004), (0.08, 0.04, 0.12), (0.02, 0.0, 0.06)
+    assert v.saturation_rule((6, 6, 7), flat, 32) == v.REPRODUCED
+    assert v.saturation_rule((12, 9, 16), rising, 32) == v.NOT_REPRODUCED  # still rising
+    assert v.saturation_rule((60, 40, 90), flat, 32) == v.NOT_REPRODUCED  # the saturation point beyond the range
+    assert v.saturation_rule((12, 5, 40), flat, 32) == v.INCONCLUSIVE
+    assert v.saturation_rule((12, 5, 19), open_gain, 32) == v.INCONCLUSIVE
 
 
 # -- F2: the grouped vote and its plateau ---------------------------------------------------------------------
@@ -338,3 +398,28 @@ def test_ets_regime_reads_equal_accuracy_by_the_same_rule() -> None:
     assert row["kv_ratio"] == pytest.approx(2.0) and row["delta_pts"] == 0
     assert row["delta_low"] < -5 and row["delta_high"] > 5
     assert row["verdict"] == v.INCONCLUSIVE and not row["met"]
+
+
+# -- F7: adaptive routing, from benchmarks/adaptive.py's report -------------------------------------------------
+
+
+def test_f7_reads_each_outcome_from_the_adaptive_report(tmp_path: Path) -> None:
+    findings = _benchmark("findings")
+
+    def row(value: float, low: float | str, high: float | str) -> tuple[str, str, str]:
+        report = {"problems": 24, "policies": {
+            "oracle (per-problem)": {"ratio": {"value": 9, "ci95_low": 9, "ci95_high": 9}},
+            "adaptive, total budget (live runs)": {"ratio": {"value": value, "ci95_low": low, "ci95_high": high}}}}
+        path = tmp_path / "benchmark.json"
+        path.write_text(json.dumps(report))
+        return findings.adaptive_row(str(path))
+
+    name, verdict, text = row(1.6, 1.2, 2.1)
+    assert verdict == v.REPRODUCED and name.startswith("F7") and "1.60x [1.20, 2.10] (24 held-out problems)" in text
+    assert row(0.7, 0.5, 0.9)[1] == v.NOT_REPRODUCED
+    assert row(1.1, 0.8, 1.5)[1] == v.INCONCLUSIVE
+    verdict, text = row(2.0, 1.3, "inf")[1:]
+    assert verdict == v.REPRODUCED and "[1.30, > max]" in text  # best-of-N's largest budget fell short
+    assert findings.adaptive_row(None)[1:] == ("not run", "needs benchmarks/adaptive.py's report: give "
+                                                          "--adaptive-report FILE")
+    assert findings.adaptive_row(str(tmp_path / "missing.json"))[1] == "not run"
