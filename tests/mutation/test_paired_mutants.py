@@ -95,7 +95,7 @@ def test_effect_to_dict() -> None:
     assert effect.to_dict() == {
         "metric": "kv", "label": "KV", "kind": "ratio", "mean_a": 0.333333, "mean_b": 2.0, "value": 0.166667,
         "ci": [0.1, None], "detectable": False, "note": None, "undefined_resamples": 3,
-        "interval": "cluster bootstrap", "design_effect": 1.234568, "text": effect.text(),
+        "interval": "cluster bootstrap", "design_effect": 1.234568, "evidence": None, "text": effect.text(),
     }
 
 
@@ -183,7 +183,9 @@ def test_binary_accuracy_uses_the_score_interval() -> None:
     assert effect.value == pytest.approx(60.0)
     assert effect.low is not None and effect.high is not None
     assert 0 < effect.low < 60 < effect.high <= 100 and effect.detectable
-    assert result.verdict == f"A vs B: {effect.text()}"
+    # The line carries what its size could detect (detected here: no size asked of the measured Δ).
+    assert effect.evidence == "10 problems detect |Δ| ≥ 48.7 pts with 80% power"
+    assert result.verdict == f"A vs B: {effect.text()} — {effect.evidence}"
     record = result.to_dict()
     assert record["excluded"] == {"errored_pairs": 0, "errored_problems": 0, "unpaired": 0}
     assert (record["a"], record["b"], record["paired_by"], record["problems"], record["pairs"]) == (

@@ -73,3 +73,27 @@ def test_the_printed_method_names_the_score_interval() -> None:
     # A compare.json written before the score interval still renders with its own (bootstrap) description.
     old = {**data, "method": {k: x for k, x in data["method"].items() if k != "binary_difference"}}
     assert markdown(old).splitlines()[2].startswith("Cluster bootstrap over problems (2000 resamples, seed 0)")
+
+
+def test_the_verdict_line_says_what_its_size_detects_and_what_deciding_would_need() -> None:
+    from ttscale.stats.power import Claim, accuracy_power, accuracy_problems, pilot_accuracy
+
+    # 30 problems × 2 repeats; A right on 4 problems B misses (both repeats), B on 2 A misses (one repeat).
+    a = {(f"p{p}", s): {"id": f"p{p}", "correct": p < 14, "ledger": {"generated_tokens": 100.0}}
+         for p in range(30) for s in range(2)}
+    b = {(f"p{p}", s): {"id": f"p{p}", "correct": p < 10 or (p in (20, 21) and s == 0),
+                        "ledger": {"generated_tokens": 100.0}} for p in range(30) for s in range(2)}
+    result = compare_pair("A", a, "B", b)
+    accuracy = result.effects["accuracy"]
+    assert not accuracy.detectable and accuracy.evidence is not None
+    assert f"{accuracy.text()} — 30 × 2 problems detect |Δ| ≥ " in result.verdict
+    measured = pilot_accuracy(only_a=8, only_b=2, pairs=60, problems=30, design_effect=accuracy.design_effect or 1)
+    needed = accuracy_problems(Claim(kind="better", value=0.0), measured, 0.8)
+    assert needed is not None and needed > 30
+    assert accuracy.evidence.endswith(f"; the measured Δ needs {needed} × 2 problems")
+    assert accuracy_power(Claim(kind="better", value=0.0), measured, needed) >= 0.8
+    smallest = float(accuracy.evidence.split("|Δ| ≥ ")[1].split(" pts")[0])
+    assert 10 < smallest < 50  # the measured 10 points are below it
+    # Identical arms: nothing any size could detect.
+    same = compare_pair("A", a, "B", dict(a)).effects["accuracy"]
+    assert same.evidence is not None and same.evidence.endswith("; no size detects the measured Δ (0)")

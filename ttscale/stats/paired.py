@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ttscale.stats.bootstrap import percentile_interval, resample_counts
+from ttscale.stats.power import difference_evidence, pilot_accuracy
 from ttscale.stats.proportions import paired_proportions
 
 Record = Mapping[str, Any]
@@ -110,6 +111,9 @@ class Effect:
     """How the CI was computed: `cluster bootstrap` or `Tango score` (binary differences, see the module)."""
     design_effect: float | None = None
     """Tango score on repeats: the design effect the counts were divided by (1: pairs independent)."""
+    evidence: str | None = None
+    """Tango score: what its size could detect with 80% power, and what the measured Δ would need when it detected
+    nothing (`ttscale.stats.power.difference_evidence`); the verdict line carries it after the effect."""
 
     def text(self) -> str:
         """`KV 1.62x fewer [1.41, 1.85]`, `accuracy -0.8 pts [-3.1, +1.5] (no detectable difference)`."""
@@ -134,7 +138,7 @@ class Effect:
                 "mean_b": _round(self.mean_b), "value": _round(self.value),
                 "ci": [_round(self.low), _round(self.high)], "detectable": self.detectable, "note": self.note,
                 "undefined_resamples": self.undefined_resamples, "interval": self.interval,
-                "design_effect": _round(self.design_effect), "text": self.text()}
+                "design_effect": _round(self.design_effect), "evidence": self.evidence, "text": self.text()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,7 +165,8 @@ class PairResult:
         if not self.pairs:
             return f"{self.a} vs {self.b}: no paired problems"
         # Effects that could not be computed (a metric one arm lacks, zero in both) are in the table, not here.
-        return f"{self.a} vs {self.b}: " + "; ".join(e.text() for e in self.effects.values() if e.value is not None)
+        return f"{self.a} vs {self.b}: " + "; ".join(e.text() + (f" — {e.evidence}" if e.evidence else "")
+                                                     for e in self.effects.values() if e.value is not None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "paired_by": self.paired_by, "problems": self.problems,
@@ -291,8 +296,14 @@ def _binary_effect(metric: Metric, pairs_by_problem: list[list[tuple[float, floa
         return Effect(**base, value=100 * (mean_a - mean_b), note="one problem: no interval")
     found = paired_proportions(pairs_by_problem, confidence=confidence)
     low, high = 100 * found.low, 100 * found.high
-    return Effect(**base, value=100 * found.estimate, low=low, high=high, detectable=not low <= 0 <= high,
-                  design_effect=found.design_effect)
+    detectable = not low <= 0 <= high
+    evidence = None
+    if confidence == 0.95:  # the planner's power is that of the 95% interval
+        measured = pilot_accuracy(only_a=found.only_a, only_b=found.only_b, pairs=found.pairs,
+                                  problems=found.problems, design_effect=found.design_effect)
+        evidence = difference_evidence(measured, found.problems, detectable=detectable)
+    return Effect(**base, value=100 * found.estimate, low=low, high=high, detectable=detectable,
+                  design_effect=found.design_effect, evidence=evidence)
 
 
 def _times(x: float) -> str:

@@ -295,18 +295,20 @@ def accuracy_problems(claim: Claim, acc: Accuracy, power: float, *, sims: int = 
 
 def accuracy_detectable(claim: Claim, acc: Accuracy, problems: int, power: float = 0.8, *, sims: int = 2000,
                         seed: int = 0) -> float | None:
-    """The smallest effect `problems` problems detect with `power`: for `better`, the true Δ (holding the
-    discordance); for `equal` and `not_worse`, the tightest margin at the assumed Δ. None: none within range."""
+    """The smallest effect `problems` problems detect with `power`: for `better`, the true Δ, holding the share of
+    pairs only B gets right (a larger Δ is more pairs only A gets right: q = Δ + 2·P(only B)); for `equal` and
+    `not_worse`, the tightest margin at the assumed Δ. None: none within range."""
+    only_b = (acc.discordance - acc.difference) / 2
 
     def power_at(x: float) -> float:
         if claim.kind == "better":
-            shifted = Accuracy(difference=x, discordance=acc.discordance, repeats=acc.repeats,
+            shifted = Accuracy(difference=x, discordance=min(1.0, x + 2 * only_b), repeats=acc.repeats,
                                design_effect=acc.design_effect)
             return accuracy_power(claim, shifted, problems, sims=sims, seed=seed)
         return accuracy_power(Claim(kind=claim.kind, value=x), acc, problems, sims=sims, seed=seed)
 
     if claim.kind == "better":
-        low, high = claim.value, acc.discordance  # Δ beyond q would need a negative B-only share
+        low, high = max(claim.value, -only_b), 1 - 2 * only_b  # every pair but the B-only ones A-only
     else:
         low, high = (abs(acc.difference) if claim.kind == "equal" else max(0.0, -acc.difference)), 1 - 1e-9
     if power_at(high) < power:
@@ -317,6 +319,35 @@ def accuracy_detectable(claim: Claim, acc: Accuracy, problems: int, power: float
     return high
 
 
-__all__ = ["ALPHA", "CLAIMS", "MAX_PROBLEMS", "Accuracy", "Claim", "Ratio", "accuracy_detectable",
-           "accuracy_power", "accuracy_problems", "accuracy_reachable", "decided", "ratio_detectable",
-           "ratio_power", "ratio_problems", "simulate_counts", "simulate_ratio_power", "tango_score", "z_value"]
+def pilot_accuracy(*, only_a: float, only_b: float, pairs: int, problems: int, design_effect: float,
+                   difference: float | None = None) -> Accuracy:
+    """What measured paired counts say for planning: Δ (or `difference`), q (the rule of three's 3/K when no pair
+    was discordant: 0 would make every simulated experiment a copy of this one), R and D."""
+    repeats = max(1, round(pairs / problems))
+    q = (only_a + only_b) / pairs if only_a + only_b else min(1.0, 3 / pairs)
+    d = (only_a - only_b) / pairs if difference is None else difference
+    return Accuracy(difference=d, discordance=max(q, abs(d)), repeats=repeats,
+                    design_effect=min(max(design_effect, 1.0), float(repeats)))
+
+
+def difference_evidence(acc: Accuracy, problems: int, *, detectable: bool) -> str:
+    """`ttscale compare`'s words on an accuracy difference's size: the |Δ| its problems detect (either way) with
+    80% power and, when it detected none, the problems the measured Δ would need."""
+    either = Claim(kind="better", value=0.0)
+    mirrored = Accuracy(difference=abs(acc.difference), discordance=acc.discordance, repeats=acc.repeats,
+                        design_effect=acc.design_effect)
+    smallest = accuracy_detectable(either, mirrored, problems)
+    size = f"{problems} × {acc.repeats}" if acc.repeats > 1 else f"{problems}"
+    text = (f"{size} problems detect |Δ| ≥ {100 * smallest:.1f} pts with 80% power" if smallest is not None
+            else f"{size} problems detect no |Δ| with 80% power")
+    if not detectable:
+        needed = accuracy_problems(either, mirrored, 0.8)
+        text += (f"; the measured Δ needs {needed} × {acc.repeats} problems" if needed is not None
+                 else "; no size detects the measured Δ (0)")
+    return text
+
+
+__all__ = ["ALPHA", "CLAIMS", "MAX_PROBLEMS", "Accuracy", "Claim", "Ratio", "accuracy_detectable", "accuracy_power",
+           "accuracy_problems", "accuracy_reachable", "decided", "difference_evidence", "pilot_accuracy",
+           "ratio_detectable", "ratio_power", "ratio_problems", "simulate_counts", "simulate_ratio_power",
+           "tango_score", "z_value"]
