@@ -33,6 +33,10 @@ F9 DeepConf-low online reaches self-consistency's accuracy with fewer tokens (Fu
 Accuracy differences (F3-F6) are Tango's score interval for paired proportions, as `ttscale compare` reports
 them: a bootstrap over problems gave a zero-width interval when no pair differed, which read as equality.
 
+F3-F6 and F9 end with their evidence in brackets (benchmarks/verdicts.py's accuracy_evidence and cost_evidence,
+through the planner ttscale.stats.power): the size, the smallest effect it detects with 80% power, the power at
+the paper's effect, and, when undecided, the problems that would decide it.
+
     python benchmarks/findings.py [--problems 30] [--repeats 2] [--pool 32] [--adaptive-report FILE]
                                   [--deterministic] [--only F3,F9] [--json FILE]
 
@@ -57,6 +61,7 @@ from verdicts import (
     PAPER_DEEPCONF_FACTOR,
     above,
     accuracy_difference,
+    accuracy_evidence,
     coverage_law,
     fewer_tokens_at_matching_accuracy,
     grouped_majority,
@@ -70,11 +75,14 @@ from verdicts import (
 from ttscale.engine import SyncEngine
 from ttscale.evals.metrics import pass_at_k
 from ttscale.runner import RunSpec, prepare, solve
+from ttscale.stats.power import Claim
 
 Records = list[list[dict[str, Any]]]
 """records[r][i]: repeat r, problem i (the same problems in the same order for every repeat)."""
 
 
+#: F3 and F4's claim: the first is better (Δ > 0); their papers give no Δ to compute power at.
+BETTER = Claim(kind="better", value=0.0)
 FINDINGS = ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9")
 
 def run(sync: SyncEngine, *, strategy: str, budget: str, params: dict[str, Any], task: str, limit: int,
@@ -185,7 +193,7 @@ def main() -> None:
                         **common)
             d = accuracy_difference(by_problem(sc, correct), by_problem(genrm, correct))
             rows.append(("F3 self-consistency ≥ GenRM at small budgets", above(d, 0),
-                         f"at {small}: SC − GenRM accuracy {pts(d)}"))
+                         f"at {small}: SC − GenRM accuracy {pts(d)} [{accuracy_evidence(d, BETTER)}]"))
 
         if "F4" in wanted:
             medium = {**common, "task": "arithmetic:2-3"}
@@ -194,7 +202,7 @@ def main() -> None:
                       params={"max_tokens": 256, "verifier": "arithmetic"}, **medium)
             d = accuracy_difference(by_problem(beam, correct), by_problem(bon, correct))
             rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", above(d, 0),
-                         f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)}"))
+                         f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)} [{accuracy_evidence(d, BETTER)}]"))
 
         if "F5" in wanted:
             wide = {**tree, "n": args.width}

@@ -67,6 +67,18 @@ from ttscale.scaling.coverage import LAW, pass_at_k
 from ttscale.scaling.result import fit_profile_curves
 from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 from ttscale.stats.bootstrap import resample_counts
+from ttscale.stats.power import (
+    Accuracy,
+    Claim,
+    Ratio,
+    accuracy_detectable,
+    accuracy_power,
+    accuracy_problems,
+    pilot_accuracy,
+    ratio_detectable,
+    ratio_power,
+    ratio_problems,
+)
 from ttscale.stats.proportions import paired_proportions
 
 REPRODUCED = "reproduced"
@@ -94,6 +106,19 @@ PAPER_DEEPCONF_FACTOR = 1 / (1 - 0.529)
 
 Interval = tuple[float, float, float]
 """(estimate, low, high)."""
+
+
+class Measured(tuple):  # type: ignore[type-arg]
+    """An Interval (estimate, low, high) that keeps the per-problem values it was computed from, so that a rule
+    can say what its size could detect (`accuracy_evidence`, `cost_evidence`) without another argument."""
+
+    a: np.ndarray
+    b: np.ndarray
+
+    def __new__(cls, ci: Interval, a: np.ndarray, b: np.ndarray) -> Measured:
+        made = super().__new__(cls, ci)
+        made.a, made.b = a, b
+        return made
 
 
 class Verdict(NamedTuple):
@@ -132,7 +157,8 @@ def mean_difference(a: np.ndarray, b: np.ndarray, **kw: int) -> Interval:
 def ratio_of_means(a: np.ndarray, b: np.ndarray, **kw: int) -> Interval:
     """mean a / mean b over problems, the pairs resampled together."""
     both = np.column_stack([a, b]).astype(float)
-    return bootstrap_interval(both, lambda c, v: (c @ v[:, 0]) / np.maximum(c @ v[:, 1], 1e-12), **kw)
+    ci = bootstrap_interval(both, lambda c, v: (c @ v[:, 0]) / np.maximum(c @ v[:, 1], 1e-12), **kw)
+    return Measured(ci, both[:, 0], both[:, 1])
 
 
 def accuracy_difference(a: np.ndarray, b: np.ndarray, *, confidence: float = 0.95) -> Interval:
@@ -144,7 +170,7 @@ def accuracy_difference(a: np.ndarray, b: np.ndarray, *, confidence: float = 0.9
     found = paired_proportions([list(zip(ra, rb, strict=True)) for ra, rb in zip(xa.tolist(), xb.tolist(),
                                                                                  strict=True)],
                                confidence=confidence)
-    return found.estimate, found.low, found.high
+    return Measured((found.estimate, found.low, found.high), xa, xb)
 
 
 def pts(ci: Interval) -> str:
@@ -209,6 +235,68 @@ def weakest(cost: str, accuracy: str) -> str:
     return cost
 
 
+# -- what a row's size could detect, and what would decide it (ttscale.stats.power, the planner's) ------------
+
+
+def accuracy_evidence(ci: Interval, claim: Claim, *, paper: float | None = None) -> str:
+    """An accuracy row's size, the smallest effect it detects with 80% power, its power at the paper's Δ (`paper`;
+    None: the paper gives no number) and, when its rule is undecided, the problems that would decide it (at the
+    paper's Δ, else the measured one). `ci` must be `accuracy_difference`'s (it keeps the outcomes)."""
+    if not isinstance(ci, Measured):
+        return ""
+    found = paired_proportions([list(zip(ra, rb, strict=True)) for ra, rb in zip(ci.a.tolist(), ci.b.tolist(),
+                                                                                 strict=True)])
+    measured = pilot_accuracy(only_a=found.only_a, only_b=found.only_b, pairs=found.pairs, problems=found.problems,
+                              design_effect=found.design_effect)
+    n, r = found.problems, measured.repeats
+    at = measured if paper is None else Accuracy(difference=paper, discordance=max(measured.discordance, abs(paper)),
+                                                 repeats=r, design_effect=measured.design_effect)
+    # The margin an equal or not-worse claim could show is the one at the paper's Δ (the claim's own world).
+    smallest = accuracy_detectable(claim, at, n)
+    what = {"better": "Δ ≥ +", "equal": "a margin of ±", "not_worse": "a margin of "}[claim.kind]
+    parts = [f"size {n} × {r}", "detects nothing at 80%" if smallest is None else
+             f"detects {what}{100 * smallest:.1f} pts at 80%"]
+    parts.append("the paper gives no Δ to compute power at" if paper is None else
+                 f"power at the paper's Δ {100 * paper:+.0f} pts {accuracy_power(claim, at, n):.0%}")
+    word = {"better": above(ci, claim.value), "equal": equivalent(ci, claim.value),
+            "not_worse": not_worse(ci, claim.value)}[claim.kind]
+    if word == INCONCLUSIVE:
+        needed = accuracy_problems(claim, at, 0.8)
+        whose = "the paper's" if paper is not None else "the measured"
+        parts.append(f"deciding it needs {needed} × {r} problems (80% at {whose} Δ)" if needed is not None
+                     else f"no size decides it at {whose} Δ {100 * at.difference:+.1f} pts")
+    return "; ".join(parts)
+
+
+def cost_evidence(ci: Interval, paper: float) -> str:
+    """A cost row's size, the smallest ratio it shows beyond √paper with 80% power, its power at the paper's
+    factor and, when the magnitude is undecided, the problems that would decide it at the measured ratio."""
+    if not isinstance(ci, Measured):
+        return ""
+    a, b = ci.a, ci.b
+    n = a.size
+    deviations = a / a.mean() - b / b.mean()
+    spread = max(float(np.std(deviations, ddof=1)), 1e-6)
+    claim = Claim(kind="ratio", value=math.sqrt(paper))
+    at = Ratio(ratio=paper, spread=spread)
+    shown = ratio_detectable(claim, spread, n)
+    parts = [f"size {n}", f"shows ≥ {claim.value:.2f}x at 80% if the ratio is {shown:.2f}x",
+             f"power at the paper's {paper:.3g}x {ratio_power(claim, at, n):.0%}"]
+    if magnitude(ci, paper) in (INCONCLUSIVE, DIRECTION_MAGNITUDE_OPEN):
+        # Deciding is showing the ratio on either side of √paper: at the measured ratio, mirrored on the log scale
+        # when it is below (the one-sided test's power depends only on the distance).
+        distance = abs(math.log(ci[0]) - math.log(claim.value)) if ci[0] > 0 else 0.0
+        needed = ratio_problems(claim, Ratio(ratio=claim.value * math.exp(distance), spread=spread), 0.8)
+        parts.append(f"deciding it needs {needed} problems (80% at the measured {ci[0]:.2f}x)" if needed is not None
+                     else "no size decides it at the measured ratio")
+    return "; ".join(parts)
+
+
+def _with_evidence(text: str, *evidence: str) -> str:
+    shown = [e for e in evidence if e]
+    return f"{text} [{' | '.join(shown)}]" if shown else text
+
+
 def magnitude_rule(paper: float) -> str:
     return f"paper {paper:.3g}x; reproduced needs CI ≥ {math.sqrt(paper):.2f}x"
 
@@ -217,9 +305,10 @@ def kv_at_equal_accuracy(kv: Interval, accuracy: Interval, *, paper: float = PAP
                          margin: float = MARGIN) -> Verdict:
     """F5: REBASE/ETS reference KV by the magnitude rule, ETS − REBASE accuracy by `equivalent`."""
     cost, acc = magnitude(kv, paper), equivalent(accuracy, margin)
-    return Verdict(weakest(cost, acc),
-                   f"REBASE/ETS reference KV {times(kv)} ({magnitude_rule(paper)}: {cost}); ETS − REBASE accuracy "
-                   f"{pts(accuracy)} (equal within ±{100 * margin:g} pt: {acc})")
+    return Verdict(weakest(cost, acc), _with_evidence(
+        f"REBASE/ETS reference KV {times(kv)} ({magnitude_rule(paper)}: {cost}); ETS − REBASE accuracy "
+        f"{pts(accuracy)} (equal within ±{100 * margin:g} pt: {acc})",
+        cost_evidence(kv, paper), accuracy_evidence(accuracy, Claim(kind="equal", value=margin), paper=0.0)))
 
 
 def fewer_tokens_at_matching_accuracy(tokens: Interval, accuracy: Interval, *, paper: float = PAPER_TOKEN_FACTOR,
@@ -228,9 +317,10 @@ def fewer_tokens_at_matching_accuracy(tokens: Interval, accuracy: Interval, *, p
     `not_worse`; `names` = (baseline, method)."""
     base, method = names
     cost, acc = magnitude(tokens, paper), not_worse(accuracy, margin)
-    return Verdict(weakest(cost, acc),
-                   f"{base}/{method} tokens {times(tokens)} ({magnitude_rule(paper)}: {cost}); {method} − {base} "
-                   f"accuracy {pts(accuracy)} (at most {100 * margin:g} pt lower: {acc})")
+    return Verdict(weakest(cost, acc), _with_evidence(
+        f"{base}/{method} tokens {times(tokens)} ({magnitude_rule(paper)}: {cost}); {method} − {base} "
+        f"accuracy {pts(accuracy)} (at most {100 * margin:g} pt lower: {acc})",
+        cost_evidence(tokens, paper), accuracy_evidence(accuracy, Claim(kind="not_worse", value=margin), paper=0.0)))
 
 
 # -- F1: the coverage law against a ceiling, on held-out k ------------------------------------------------

@@ -423,3 +423,50 @@ def test_f7_reads_each_outcome_from_the_adaptive_report(tmp_path: Path) -> None:
     assert findings.adaptive_row(None)[1:] == ("not run", "needs benchmarks/adaptive.py's report: give "
                                                           "--adaptive-report FILE")
     assert findings.adaptive_row(str(tmp_path / "missing.json"))[1] == "not run"
+
+
+# -- what each row's size could detect, and what would decide it ------------------------------------------------
+
+
+def test_rows_say_their_size_what_it_detects_and_what_would_decide_them() -> None:
+    from ttscale.stats.power import Accuracy, Claim, Ratio, accuracy_problems, pilot_accuracy, ratio_problems
+
+    rng = np.random.default_rng(0)
+    # 30 problems × 2 repeats, the two arms alike in accuracy (a fifth of pairs disagree, either way).
+    base = rng.random((30, 2)) < 0.5
+    flip = rng.random((30, 2)) < 0.2
+    sc, dc = base.astype(float), np.where(flip, ~base, base).astype(float)
+    tokens_sc = rng.lognormal(6.0, 0.4, 30)
+    tokens_dc = tokens_sc / 1.5 * rng.lognormal(0.0, 0.3, 30)
+    accuracy = v.accuracy_difference(dc, sc)
+    assert accuracy[2] - accuracy[1] > 0.15  # no interval near ±1 point at this size
+    found = v.fewer_tokens_at_matching_accuracy(v.ratio_of_means(tokens_sc, tokens_dc), accuracy,
+                                                paper=v.PAPER_DEEPCONF_FACTOR, names=("self-consistency", "DeepConf"))
+    assert found.verdict == v.INCONCLUSIVE
+    cost_text, accuracy_text = found.measured.rsplit(" [", 1)[1].rstrip("]").split(" | ")
+    assert accuracy_text.startswith("size 30 × 2; detects a margin of ")
+    assert "power at the paper's Δ +0 pts " in accuracy_text
+    counts = paired_proportions([list(zip(a, b, strict=True)) for a, b in zip(dc.tolist(), sc.tolist(),
+                                                                               strict=True)])
+    measured = pilot_accuracy(only_a=counts.only_a, only_b=counts.only_b, pairs=counts.pairs, problems=30,
+                              design_effect=counts.design_effect)
+    needed = accuracy_problems(Claim(kind="not_worse", value=v.MARGIN),
+                               Accuracy(difference=0.0, discordance=measured.discordance, repeats=2,
+                                        design_effect=measured.design_effect), 0.8)
+    assert needed is not None and needed > 300
+    assert accuracy_text.endswith(f"deciding it needs {needed} × 2 problems (80% at the paper's Δ)")
+    assert cost_text.startswith("size 30; shows ≥ 1.46x at 80% if the ratio is ")
+    assert "power at the paper's 2.12x " in cost_text
+    spread = float(np.std(tokens_sc / tokens_sc.mean() - tokens_dc / tokens_dc.mean(), ddof=1))
+    ratio = v.ratio_of_means(tokens_sc, tokens_dc)
+    assert v.magnitude(ratio, v.PAPER_DEEPCONF_FACTOR) == v.DIRECTION_MAGNITUDE_OPEN  # near 1.46x, either side
+    h = math.sqrt(v.PAPER_DEEPCONF_FACTOR)
+    planned = ratio_problems(Claim(kind="ratio", value=h), Ratio(ratio=h * math.exp(abs(math.log(ratio[0] / h))),
+                                                                       spread=spread), 0.8)
+    assert planned is not None and planned > 30
+    assert cost_text.endswith(f"deciding it needs {planned} problems (80% at the measured {ratio[0]:.2f}x)")
+    # F3/F4's "better": no paper Δ, so the planned size is at the measured Δ.
+    better = v.accuracy_evidence(accuracy, Claim(kind="better", value=0.0))
+    assert "the paper gives no Δ to compute power at" in better
+    # Plain intervals (no outcomes kept) say nothing more: the rules alone stay as they were.
+    assert v.accuracy_evidence((0.0, -0.1, 0.1), Claim(kind="better", value=0.0)) == ""
