@@ -59,7 +59,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import evidence
 import numpy as np
+from evidence import Measured
 
 from ttscale.evals.metrics import majority_at_k
 from ttscale.scaling import fit_coverage_from_samples
@@ -67,18 +69,7 @@ from ttscale.scaling.coverage import LAW, pass_at_k
 from ttscale.scaling.result import fit_profile_curves
 from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 from ttscale.stats.bootstrap import resample_counts
-from ttscale.stats.power import (
-    Accuracy,
-    Claim,
-    Ratio,
-    accuracy_detectable,
-    accuracy_power,
-    accuracy_problems,
-    pilot_accuracy,
-    ratio_detectable,
-    ratio_power,
-    ratio_problems,
-)
+from ttscale.stats.power import Claim
 from ttscale.stats.proportions import paired_proportions
 
 REPRODUCED = "reproduced"
@@ -106,19 +97,6 @@ PAPER_DEEPCONF_FACTOR = 1 / (1 - 0.529)
 
 Interval = tuple[float, float, float]
 """(estimate, low, high)."""
-
-
-class Measured(tuple):  # type: ignore[type-arg]
-    """An Interval (estimate, low, high) that keeps the per-problem values it was computed from, so that a rule
-    can say what its size could detect (`accuracy_evidence`, `cost_evidence`) without another argument."""
-
-    a: np.ndarray
-    b: np.ndarray
-
-    def __new__(cls, ci: Interval, a: np.ndarray, b: np.ndarray) -> Measured:
-        made = super().__new__(cls, ci)
-        made.a, made.b = a, b
-        return made
 
 
 class Verdict(NamedTuple):
@@ -239,57 +217,15 @@ def weakest(cost: str, accuracy: str) -> str:
 
 
 def accuracy_evidence(ci: Interval, claim: Claim, *, paper: float | None = None) -> str:
-    """An accuracy row's size, the smallest effect it detects with 80% power, its power at the paper's Δ (`paper`;
-    None: the paper gives no number) and, when its rule is undecided, the problems that would decide it (at the
-    paper's Δ, else the measured one). `ci` must be `accuracy_difference`'s (it keeps the outcomes)."""
-    if not isinstance(ci, Measured):
-        return ""
-    found = paired_proportions([list(zip(ra, rb, strict=True)) for ra, rb in zip(ci.a.tolist(), ci.b.tolist(),
-                                                                                 strict=True)])
-    measured = pilot_accuracy(only_a=found.only_a, only_b=found.only_b, pairs=found.pairs, problems=found.problems,
-                              design_effect=found.design_effect)
-    n, r = found.problems, measured.repeats
-    at = measured if paper is None else Accuracy(difference=paper, discordance=max(measured.discordance, abs(paper)),
-                                                 repeats=r, design_effect=measured.design_effect)
-    # The margin an equal or not-worse claim could show is the one at the paper's Δ (the claim's own world).
-    smallest = accuracy_detectable(claim, at, n)
-    what = {"better": "Δ ≥ +", "equal": "a margin of ±", "not_worse": "a margin of "}[claim.kind]
-    parts = [f"size {n} × {r}", "detects nothing at 80%" if smallest is None else
-             f"detects {what}{100 * smallest:.1f} pts at 80%"]
-    parts.append("the paper gives no Δ to compute power at" if paper is None else
-                 f"power at the paper's Δ {100 * paper:+.0f} pts {accuracy_power(claim, at, n):.0%}")
-    word = {"better": above(ci, claim.value), "equal": equivalent(ci, claim.value),
-            "not_worse": not_worse(ci, claim.value)}[claim.kind]
-    if word == INCONCLUSIVE:
-        needed = accuracy_problems(claim, at, 0.8)
-        whose = "the paper's" if paper is not None else "the measured"
-        parts.append(f"deciding it needs {needed} × {r} problems (80% at {whose} Δ)" if needed is not None
-                     else f"no size decides it at {whose} Δ {100 * at.difference:+.1f} pts")
-    return "; ".join(parts)
+    """`evidence.accuracy_evidence` with the claim's own rule deciding whether to plan (`ci`: accuracy_difference's)."""
+    word = {"better": above, "equal": equivalent, "not_worse": not_worse}[claim.kind](ci, claim.value)
+    return evidence.accuracy_evidence(ci, claim, paper=paper, undecided=word == INCONCLUSIVE)
 
 
 def cost_evidence(ci: Interval, paper: float) -> str:
-    """A cost row's size, the smallest ratio it shows beyond √paper with 80% power, its power at the paper's
-    factor and, when the magnitude is undecided, the problems that would decide it at the measured ratio."""
-    if not isinstance(ci, Measured):
-        return ""
-    a, b = ci.a, ci.b
-    n = a.size
-    deviations = a / a.mean() - b / b.mean()
-    spread = max(float(np.std(deviations, ddof=1)), 1e-6)
-    claim = Claim(kind="ratio", value=math.sqrt(paper))
-    at = Ratio(ratio=paper, spread=spread)
-    shown = ratio_detectable(claim, spread, n)
-    parts = [f"size {n}", f"shows ≥ {claim.value:.2f}x at 80% if the ratio is {shown:.2f}x",
-             f"power at the paper's {paper:.3g}x {ratio_power(claim, at, n):.0%}"]
-    if magnitude(ci, paper) in (INCONCLUSIVE, DIRECTION_MAGNITUDE_OPEN):
-        # Deciding is showing the ratio on either side of √paper: at the measured ratio, mirrored on the log scale
-        # when it is below (the one-sided test's power depends only on the distance).
-        distance = abs(math.log(ci[0]) - math.log(claim.value)) if ci[0] > 0 else 0.0
-        needed = ratio_problems(claim, Ratio(ratio=claim.value * math.exp(distance), spread=spread), 0.8)
-        parts.append(f"deciding it needs {needed} problems (80% at the measured {ci[0]:.2f}x)" if needed is not None
-                     else "no size decides it at the measured ratio")
-    return "; ".join(parts)
+    """`evidence.cost_evidence`, planning when the magnitude rule is open (`ci`: ratio_of_means')."""
+    return evidence.cost_evidence(ci, paper, undecided=magnitude(ci, paper) in (INCONCLUSIVE,
+                                                                                DIRECTION_MAGNITUDE_OPEN))
 
 
 def _with_evidence(text: str, *evidence: str) -> str:
