@@ -149,7 +149,7 @@ def decided(claim: Claim, b: np.ndarray, c: np.ndarray, pairs: np.ndarray, alpha
     raise ValueError("a ratio claim is not an accuracy claim")
 
 
-def _types(acc: Accuracy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def problem_types(acc: Accuracy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The problem types (A-only pairs, B-only pairs) of R pairs and their probabilities (see the module)."""
     r = acc.repeats
     p_a, p_b = (acc.discordance + acc.difference) / 2, (acc.discordance - acc.difference) / 2
@@ -171,8 +171,17 @@ def _types(acc: Accuracy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def simulate_counts(acc: Accuracy, problems: int, *, sims: int, seed: int = 0) -> tuple[np.ndarray, ...]:
     """(b, c, pairs) of `sims` simulated experiments of `problems` problems, divided by each one's estimated
     design effect (exactly as `paired_proportions` estimates it from the per-problem sums)."""
-    only_a, only_b, weights = _types(acc)
+    weights = problem_types(acc)[2]
     counts = np.random.default_rng(seed).multinomial(problems, weights, size=sims).astype(float)
+    return tables(acc, counts)
+
+
+def tables(acc: Accuracy, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(b, c, pairs) divided by each experiment's estimated design effect, from how many of its problems fell in
+    each of `problem_types(acc)` (rows of `counts`)."""
+    only_a, only_b, _ = problem_types(acc)
+    problems = round(float(counts[0].sum()))
+    sims = counts.shape[0]
     r, k = acc.repeats, problems * acc.repeats
     b, c = counts @ only_a, counts @ only_b
     design = np.ones(sims)
@@ -349,5 +358,5 @@ def difference_evidence(acc: Accuracy, problems: int, *, detectable: bool) -> st
 
 __all__ = ["ALPHA", "CLAIMS", "MAX_PROBLEMS", "Accuracy", "Claim", "Ratio", "accuracy_detectable", "accuracy_power",
            "accuracy_problems", "accuracy_reachable", "decided", "difference_evidence", "pilot_accuracy",
-           "ratio_detectable", "ratio_power", "ratio_problems", "simulate_counts", "simulate_ratio_power",
-           "tango_score", "z_value"]
+           "problem_types", "ratio_detectable", "ratio_power", "ratio_problems", "simulate_counts",
+           "simulate_ratio_power", "tables", "tango_score", "z_value"]
