@@ -74,7 +74,9 @@ class Compute:
         if self.eflops is not None:
             parts.append(f"{self.eflops:.3g} eFLOPs")
         if self.wall_seconds is not None:
-            parts.append(f"{self.wall_seconds / 60:.3g} min")
+            seconds = self.wall_seconds
+            parts.append(f"{seconds:.3g} s" if seconds < 120 else f"{seconds / 60:.3g} min" if seconds < 7200
+                         else f"{seconds / 3600:.3g} h")
         return ", ".join(parts)
 
 
@@ -141,7 +143,7 @@ class Plan:
         if self.accuracy is not None:
             a = self.accuracy
             lines.append(f"Assumed: accuracy Δ {100 * a.difference:+.1f} pts, discordance {100 * a.discordance:.1f}%, "
-                         f"{a.repeats} repeats, design effect {a.design_effect:.2f}.")
+                         f"{a.repeats} repeat{'s' if a.repeats > 1 else ''}, design effect {a.design_effect:.2f}.")
         if self.ratio is not None:
             lines.append(f"Assumed: ratio {self.ratio.ratio:.3g}x, spread σ {self.ratio.spread:.3g}.")
         lines += ["", "| claim | problems × repeats for 80% | for 90% | compute for 90% | power now | "
