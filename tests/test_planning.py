@@ -83,6 +83,11 @@ def test_stated_assumptions_without_a_pilot() -> None:
     assert ratio.problems[0.8] is not None and ratio.power_now is not None and 0 < ratio.power_now < 1
 
 
+def test_one_claim_may_be_given_alone() -> None:
+    alone = plan(difference=0.1, discordance=0.3, claims="better:0", sims=500)
+    assert [c.claim for c in alone.claims] == [Claim(kind="better", value=0.0)]
+
+
 def test_claims_parse_in_points_and_times() -> None:
     assert parse_claim("equal:1") == Claim(kind="equal", value=0.01)
     assert parse_claim("not-worse:2.5") == Claim(kind="not_worse", value=0.025)

@@ -179,6 +179,8 @@ def plan(
     `repeats`, `design_effect`; `ratio`, `ratio_spread`); a stated value overrides the pilot's. `size`: the
     problems the power now and the smallest detectable effect are for (default the pilot's). Bad input raises
     ValueError with a one-line message."""
+    if isinstance(claims, str | Claim):  # one claim given as such, not its characters
+        claims = [claims]
     parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
     if metric not in _COST_METRICS:
         raise ValueError(f"metric must be one of {', '.join(_COST_METRICS)}, got {metric!r}")
