@@ -97,3 +97,30 @@ def test_the_verdict_line_says_what_its_size_detects_and_what_deciding_would_nee
     # Identical arms: nothing any size could detect.
     same = compare_pair("A", a, "B", dict(a)).effects["accuracy"]
     assert same.evidence is not None and same.evidence.endswith("; no size detects the measured Δ (0)")
+
+
+def test_a_cost_ratio_says_what_its_problems_tell_from_1() -> None:
+    import math
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    base = rng.lognormal(5.0, 0.5, 30)
+    near = base * rng.lognormal(0.02, 0.2, 30)  # about 2% more, with a fifth of noise per problem
+    a = {(f"p{p}", 0): {"id": f"p{p}", "correct": True, "ledger": {"generated_tokens": float(near[p])}}
+         for p in range(30)}
+    b = {(f"p{p}", 0): {"id": f"p{p}", "correct": True, "ledger": {"generated_tokens": float(base[p])}}
+         for p in range(30)}
+    tokens = compare_pair("A", a, "B", b).effects["generated_tokens"]
+    assert not tokens.detectable and tokens.evidence is not None
+    shown = float(tokens.evidence.split("tell ≥ ")[1].split("x")[0])
+    spread = float(np.std(near / near.mean() - base / base.mean(), ddof=1))
+    assert shown == pytest.approx(math.exp(2.8016 * spread / math.sqrt(30)), rel=0.01)  # (z.975 + z.8)·σ/√n
+    distance = abs(math.log(near.sum() / base.sum()))
+    needed = math.ceil((2.8016 * spread / distance) ** 2)  # the z-test's n for the measured ratio against 1
+    assert needed > 30 and tokens.evidence.endswith(f"; the measured ratio needs {needed} "
+                                                                           "problems")
+    assert f"{tokens.text()} — {tokens.evidence}" in compare_pair("A", a, "B", b).verdict
+    far = {k: {**r, "ledger": {"generated_tokens": 2 * r["ledger"]["generated_tokens"]}} for k, r in a.items()}
+    doubled = compare_pair("A", far, "B", b).effects["generated_tokens"]
+    assert doubled.detectable and doubled.evidence is not None and "needs" not in doubled.evidence

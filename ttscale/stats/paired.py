@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ttscale.stats.bootstrap import percentile_interval, resample_counts
-from ttscale.stats.power import difference_evidence, pilot_accuracy
+from ttscale.stats.power import difference_evidence, pilot_accuracy, ratio_evidence
 from ttscale.stats.proportions import paired_proportions
 
 Record = Mapping[str, Any]
@@ -112,8 +112,8 @@ class Effect:
     design_effect: float | None = None
     """Tango score on repeats: the design effect the counts were divided by (1: pairs independent)."""
     evidence: str | None = None
-    """Tango score: what its size could detect with 80% power, and what the measured Δ would need when it detected
-    nothing (`ttscale.stats.power.difference_evidence`); the verdict line carries it after the effect."""
+    """What its size could detect with 80% power, and what the measured effect would need when it detected nothing
+    (`ttscale.stats.power.difference_evidence`, `ratio_evidence`); the verdict line carries it after the effect."""
 
     def text(self) -> str:
         """`KV 1.62x fewer [1.41, 1.85]`, `accuracy -0.8 pts [-3.1, +1.5] (no detectable difference)`."""
@@ -281,8 +281,12 @@ def _effect(metric: Metric, sums_a: np.ndarray, sums_b: np.ndarray, size: np.nda
         return Effect(**base, value=value, note="every resample gave the same difference: no interval",
                       undefined_resamples=undefined)
     null = 0.0 if metric.kind == "difference" else 1.0
-    return Effect(**base, value=value, low=low, high=high, detectable=not low <= null <= high,
-                  undefined_resamples=undefined)
+    detectable = not low <= null <= high
+    evidence = None
+    if metric.kind == "ratio" and confidence == 0.95:  # the planner's power is that of the 95% interval
+        evidence = ratio_evidence(sums_a / size, sums_b / size, detectable=detectable)
+    return Effect(**base, value=value, low=low, high=high, detectable=detectable, undefined_resamples=undefined,
+                  evidence=evidence)
 
 
 def _binary_effect(metric: Metric, pairs_by_problem: list[list[tuple[float, float]]], confidence: float) -> Effect:

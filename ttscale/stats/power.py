@@ -356,7 +356,34 @@ def difference_evidence(acc: Accuracy, problems: int, *, detectable: bool) -> st
     return text
 
 
+def ratio_evidence(mean_a: np.ndarray, mean_b: np.ndarray, *, detectable: bool) -> str | None:
+    """`ttscale compare`'s words on a cost ratio's size, from per-problem mean costs: the ratio its problems tell
+    from 1 (either way) with 80% power and, when it told none, the problems the measured ratio would need. None
+    when the costs do not vary (every ratio is then told)."""
+    from statsmodels.stats.power import NormalIndPower
+
+    a, b = np.asarray(mean_a, dtype=float), np.asarray(mean_b, dtype=float)
+    n = a.size
+    spread = float(np.std(a / a.mean() - b / b.mean(), ddof=1)) if n > 1 else 0.0
+    if not spread > 1e-12:
+        return None
+    solver = NormalIndPower()
+    d = float(np.asarray(solver.solve_power(nobs1=n, power=0.8, alpha=ALPHA / 2, ratio=0,
+                                            alternative="larger")).item())
+    shown = math.exp(d * spread)
+    text = f"{n} problems tell ≥ {shown:.2f}x or ≤ {1 / shown:.2f}x from 1 at 80% power"
+    if not detectable:
+        distance = abs(math.log(a.sum() / b.sum()))
+        if distance < 1e-12:
+            return text + "; no size tells the measured ratio (1.00x) from 1"
+        # Telling ρ from 1 is a ratio claim of h = 1 at distance |log ρ| (the z-test's power depends only on it).
+        needed = ratio_problems(Claim(kind="ratio", value=math.exp(distance)),
+                                Ratio(ratio=math.exp(2 * distance), spread=spread), 0.8)
+        text += f"; the measured ratio needs {needed} problems"
+    return text
+
+
 __all__ = ["ALPHA", "CLAIMS", "MAX_PROBLEMS", "Accuracy", "Claim", "Ratio", "accuracy_detectable", "accuracy_power",
            "accuracy_problems", "accuracy_reachable", "decided", "difference_evidence", "pilot_accuracy",
-           "problem_types", "ratio_detectable", "ratio_power", "ratio_problems", "simulate_counts",
+           "problem_types", "ratio_detectable", "ratio_evidence", "ratio_power", "ratio_problems", "simulate_counts",
            "simulate_ratio_power", "tables", "tango_score", "z_value"]
