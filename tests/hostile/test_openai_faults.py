@@ -1,9 +1,9 @@
 """A misbehaving OpenAI-compatible server (issue 32, items 6 and 11), against the loopback stub server.
 
-A 200 that is no answer (not JSON, no or too few choices, too large a body) is a passing fault (a proxy's
-page, a cut body): retried like a 5xx, and if it outlives the retries its problem is left unfinished, so
-the run exits 1 and `--resume` runs it again. A credential in the base URL's query string is sent to the
-server but never stored: run files show it as `***`.
+A 200 that is no answer (not JSON, no or too few choices, a choice without text, too large a body) is a
+passing fault (a proxy's page, a cut body): retried like a 5xx, and if it outlives the retries its problem
+is left unfinished, so the run exits 1 and `--resume` runs it again. A value in the base URL's query string
+is sent to the server but never stored unless its name is known harmless: run files show it as `***`.
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ GARBAGE: dict[str, Reply] = {
     "zero-choices": json_reply({"choices": []}),
     "json-list": json_reply([1, 2]),
     "oversized": (200, {"content-type": "application/json"}, b'{"choices": [], "pad": "' + b"x" * 100_000 + b'"}'),
+    # Issue 43, item 4: there are choices, but one is no answer (no text, a null or a number for it, a field
+    # that cannot be read): as transient as a body with no choices.
+    "choice-without-text": json_reply({"choices": [{"index": 0, "finish_reason": "stop"}]}),
+    "choice-text-null": json_reply({"choices": [{"index": 0, "text": None, "finish_reason": "stop"}]}),
+    "choice-text-number": json_reply({"choices": [{"index": 0, "text": 12345, "finish_reason": "stop"}]}),
+    "choice-text-list": json_reply({"choices": [{"index": 0, "text": ["4"], "finish_reason": "stop"}]}),
+    "choice-index-unreadable": json_reply({"choices": [{"index": "first", "text": "4", "finish_reason": "stop"}]}),
 }
 
 
@@ -99,15 +106,21 @@ def test_a_malformed_200_that_persists_raises_a_transient_error_after_the_retrie
     wrapped.__cause__ = caught.value
     assert openai_engine.is_transient(wrapped)
 
-    # An answer that is there but wrong (a choice's text not a string) is the server's bug: not retried.
-    def wrong(method: str, path: str, body: Any) -> Reply:
+
+
+@pytest.mark.parametrize("kind", ["choice-without-text", "choice-text-null", "choice-text-number"])
+def test_a_choice_that_is_no_answer_every_time_is_transient_not_the_problems_error(kind: str) -> None:
+    """Issue 43, item 4: recorded as an error, the problem counted as finished and was never retried."""
+    def handler(method: str, path: str, body: Any) -> Reply:
         if _path(path).endswith("/models"):
             return model_list("smol")
-        return json_reply({"choices": [{"index": 0, "text": 12345, "finish_reason": "stop"}]})
+        return GARBAGE[kind]
 
-    with StubServer(wrong) as stub, pytest.raises(RequestError, match="malformed completion") as caught:
-        _engine_run(stub.url, _generate())
-    assert type(caught.value) is RequestError and len(stub.posts()) == 1
+    with StubServer(handler) as stub, pytest.raises(RequestError) as caught:
+        _engine_run(stub.url, _generate(), max_retries=2)
+    assert type(caught.value).__name__ == "MalformedAnswerError" and openai_engine.is_transient(caught.value)
+    assert "sent no usable answer 3 times" in str(caught.value) and "malformed choice" in str(caught.value)
+    assert len(stub.posts()) == 3
 
 
 def test_a_models_listing_that_is_no_answer_is_retried_then_fatal() -> None:
