@@ -230,6 +230,28 @@ def test_a_credential_like_query_value_is_masked_in_what_is_stored(name: str) ->
     assert SECRET not in str(caught.value)
 
 
+# Issue 43, item 14: a key may go by any name (Azure Functions' `code`, a SAS's `sv`/`sp`/`se`/`sig`, `sas`):
+# every value is masked unless its name is known harmless.
+OTHER_NAMES = ["code", "sas", "sv", "se", "sp", "spr", "skoid", "deployment", "x", "c%6Fde", "user", "q"]
+
+
+@pytest.mark.parametrize("name", OTHER_NAMES)
+def test_every_query_value_but_a_harmless_ones_is_masked_in_what_is_stored(name: str) -> None:
+    from ttscale.runstore.run_config import redact_argv
+
+    url = f"http://127.0.0.1:8000/v1?API-Version=2024-06&{name}={SECRET}&api_version=7"
+    masked = f"http://127.0.0.1:8000/v1?API-Version=2024-06&{name}=***&api_version=7"
+    stored = redact_argv(["ttscale", "run", "--base-url", url, f"--base-url={url}"])
+    assert stored[3:] == [masked, f"--base-url={masked}"]
+    config = OpenAIConfig(base_url=url, model="m")
+    assert config.public_url() == masked and SECRET not in json.dumps(config.to_dict())
+    assert config.endpoint("/completions") == url.replace("/v1?", "/v1/completions?")  # what is sent: the value
+    assert list(OpenAIConfig(base_url=masked, model="m").masked_parameters()) == [urllib.parse.unquote(name)]
+    with pytest.raises(ValueError) as caught:  # a message shows the URL: masked too, scheme or none
+        OpenAIConfig(base_url=f"127.0.0.1:8000/v1?{name}={SECRET}", model="m")
+    assert SECRET not in str(caught.value) and f"{name}=***" in str(caught.value)
+
+
 def test_the_query_string_is_sent_and_config_json_keeps_it_masked(tmp_path: Path) -> None:
     def handler(method: str, path: str, body: Any) -> Reply:
         if _path(path).endswith("/models"):
