@@ -210,6 +210,28 @@ def test_a_problem_the_server_kept_failing_is_unfinished_exits_1_and_resume_runs
     assert len(records) == 3 and all(r["error"] is None for r in records)
 
 
+def test_best_of_n_on_a_server_without_log_probs_stops_with_one_line(tmp_path: Path) -> None:
+    """Issue 43, item 5: every sample scored None, accuracy 0.0, exit 0, no word of why."""
+    def handler(method: str, path: str, body: Any) -> Reply:
+        if _path(path).endswith("/models"):
+            return model_list("smol", max_model_len=2048)
+        assert body.get("logprobs") == 0  # asked for, and (like some servers) not returned: "logprobs": null
+        return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
+
+    out = tmp_path / "run"
+    with StubServer(handler) as stub:
+        done = _cli([
+            "run", "--strategy", "best_of_n", "--budget", "64", "--param", "n=2", "--param", "max_tokens=16",
+            "--task", f"jsonl:{_task(tmp_path)}", "--out", str(out), "--backend", "openai", "--base-url", stub.url,
+            "--model", "smol", "--tokenizer", "embedded", "--no-progress",
+        ])  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert errors[0].startswith("ttscale: error: the engine answered without the log-probs it was asked for")
+    assert not RunDir(out).finished_ids()  # nothing recorded as answered: a resume on a better server runs them all
+
+
 # -- item 11: a credential in the base URL's query string -------------------------------------------
 CREDENTIAL_NAMES = ["api_key", "key", "token", "access_token", "sig", "signature", "password", "secret", "API-KEY",
                     "X-Api-Key", "Token"]
