@@ -23,6 +23,7 @@ limit) counts as a block.
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 import threading
@@ -124,6 +125,47 @@ def defines_function(code: str, name: str) -> bool:
 def defines_check(test: str) -> bool:
     """Whether a test source defines `check(candidate)` (HumanEval's form) rather than top-level asserts."""
     return defines_function(test, "check")
+
+
+def never_fails(test: str) -> str | None:
+    """Why a test source (valid Python) can never fail, or None when it can. Parsed, never run.
+
+    It can fail when an `assert`, a `raise`, or a call of an `assert…` helper (unittest's, numpy.testing's) or
+    of `exit` (the harness counts an exit as a failure) is reached from what the harness runs: the top-level
+    statements, and `check(candidate)` when the source defines it, directly or through the functions it
+    defines and calls (found by name). Otherwise every answer passes: a `check_solution` nothing calls, bare
+    expressions like `add(2, 2) == 4`, lines that only print.
+    """
+    tree = ast.parse(test)
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    functions: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, defs):
+            functions.setdefault(node.name, []).append(node)
+    # A class body runs when the class is defined; its methods run only when called.
+    bodies = [*tree.body, *(s for c in tree.body if isinstance(c, ast.ClassDef) for s in c.body)]
+    stack: list[ast.AST] = [s for s in bodies if not isinstance(s, (*defs, ast.ClassDef))]
+    stack += [s for s in tree.body if isinstance(s, defs) and s.name == "check"]
+    reached: set[int] = {id(s) for s in stack}
+    while stack:
+        for node in ast.walk(stack.pop()):
+            if isinstance(node, ast.Assert | ast.Raise):
+                return None
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name.lower().startswith("assert") or name in ("exit", "_exit", "quit"):
+                return None
+            for called in functions.get(name, ()):
+                if id(called) not in reached:
+                    reached.add(id(called))
+                    stack.append(called)
+    named = sorted({s.name for s in tree.body if isinstance(s, defs)})
+    if named:
+        return (f"it defines {', '.join(named)} but no assert, raise or assert…() call runs: the harness calls "
+                "check(candidate) only, and the top-level statements")
+    return "no assert, raise or assert…() call runs (an expression alone tests nothing: write `assert f(2) == 4`)"
 
 
 def build_program(*, prompt: str, code: str, entry_point: str) -> str:

@@ -30,7 +30,8 @@ One line of such a file, shown wrapped:
 - `level` (optional integer): a difficulty level, for per-level reports.
 
 A file that is missing, empty or malformed (a bad JSON line, a missing field, a field of the wrong type, a
-duplicate id, a test that is not valid Python) raises `ValueError` with one line naming the file and the line.
+duplicate id, a test that is not valid Python, a test that can never fail: one that asserts nothing the harness
+runs, see `ttscale.evals.code.never_fails`) raises `ValueError` with one line naming the file and the line.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ttscale.evals.code import CodeTask, code_problem, defines_function
+from ttscale.evals.code import CodeTask, code_problem, defines_function, never_fails
 from ttscale.evals.datasets import DATA_DIR_ENV
 from ttscale.evals.loading import read_jsonl
 from ttscale.schema import Problem
@@ -93,6 +94,13 @@ def _python(source: str, field: str, at: str) -> None:
         raise ValueError(f"{at}: field {field!r} is not valid Python ({where}{getattr(exc, 'msg', exc)})") from None
 
 
+def _can_fail(source: str, field: str, at: str) -> None:
+    """Refuse a test that can never fail: every candidate would pass it, `return -1` included."""
+    why = never_fails(source)
+    if why is not None:
+        raise ValueError(f"{at}: field {field!r} can never fail, so every answer would pass: {why}")
+
+
 def _tests(row: dict[str, Any], at: str) -> str:
     if "tests" not in row:
         raise ValueError(f"{at}: missing field 'tests' (fields: {', '.join(sorted(row)) or 'none'})")
@@ -109,6 +117,7 @@ def _tests(row: dict[str, Any], at: str) -> str:
             f"{at}: field 'tests' must be a test source defining check(candidate) or a list of assert lines, got {got}"
         )
     _python(source, "tests", at)
+    _can_fail(source, "tests", at)
     return source
 
 
@@ -127,6 +136,7 @@ def humaneval_problems(rows: Rows, *, where: str) -> list[Problem]:
         prompt = _text(row, "prompt", at)
         test = _text(row, "test", at)
         _python(test, "test", at)
+        _can_fail(test, "test", at)
         _unique(ident, seen, at)
         problems.append(
             code_problem(ident=ident, prompt=prompt, entry_point=_entry_point(row, prompt, at), test=test,

@@ -108,6 +108,7 @@ def stateful_problems(problems: Iterable[Problem]) -> list[Problem]:
     (a run's `--limit` may keep fewer). Applying it twice changes nothing.
     """
     parts: list[tuple[Problem, str, str, str]] = []
+    first: dict[str, tuple[str, str]] = {}  # context id -> (its context, the problem that stated it first)
     for problem in problems:
         context, query = problem.meta.get("context"), problem.meta.get("query")
         if isinstance(context, str) and isinstance(query, str):
@@ -116,12 +117,26 @@ def stateful_problems(problems: Iterable[Problem]) -> list[Problem]:
             context, query = split_context(problem.question)
         given = problem.meta.get("context_id")
         key = str(given) if given not in (None, "") else context_key(context or f"\0{problem.id}")
+        # One id, one context: merged, a query would be answered from notes made about another context.
+        seen, by = first.setdefault(key, (context, problem.id))
+        if not _same_text(seen, context):
+            raise ValueError(f"problems {by!r} and {problem.id!r} share context_id {key!r} but not their context "
+                             f"({_clip(seen)} vs {_clip(context)}): give each context its own context_id")
         parts.append((problem, context, query, key))
     counts = Counter(key for *_, key in parts)
     return [
         replace(p, meta={**p.meta, "context": c, "query": q, "context_id": k, "queries_in_context": counts[k]})
         for p, c, q, k in parts
     ]
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Whether two texts are the same up to whitespace (a file's line breaks and double spaces are no difference)."""
+    return a.split() == b.split()
+
+
+def _clip(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 class StatefulDatasetTask(DatasetTask):
@@ -147,12 +162,33 @@ class StatefulDatasetTask(DatasetTask):
         return {**super().config(), "stateful": True}
 
     def _local_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        return (_with_question(row, self.spec.question_field, at) for at, row in super()._local_rows())
+        stated: dict[str, tuple[str, str]] = {}  # context id -> (the context a row states for it, that row)
+        for at, row in super()._local_rows():
+            at, row = _with_question(row, self.spec.question_field, at)
+            key = row.get("context_id")
+            if "context" in row and key not in (None, ""):
+                context, where = stated.setdefault(str(key), (row["context"], at))
+                if not _same_text(context, row["context"]):
+                    raise ValueError(f"{at}: context_id {str(key)!r} is also the one of {where}, whose context "
+                                     f"differs ({_clip(context.strip())}): give each context its own context_id")
+            yield at, row
 
 
 def _with_question(row: dict[str, Any], field: str, at: str) -> tuple[str, dict[str, Any]]:
-    """`(at, row)`, checked where the row states a context (a lone `query` may be a file's question field), with
-    the question field set to context + query where it has none."""
+    """`(at, row)`, checked where the row states a context or a query (a lone `query` may be a file's question
+    field), with the question field set to context + query where it has none. A row that states a question too
+    must agree with it: the question is what every other strategy answers, the context and query what sleep-time
+    compute does, and a run that paired them would compare answers to two different problems."""
+    lone_query = "context" not in row and "query" in row and field != "query" and field in row
+    if lone_query:  # the query is the question's end; what comes before it is the context
+        question, query = row[field], row["query"]
+        if not isinstance(question, str) or not isinstance(query, str) or not query.strip():
+            raise ValueError(f"{at}: fields {field!r} and 'query' must both be strings, the query not empty")
+        words, asked = question.split(), query.split()
+        if words[len(words) - len(asked):] != asked:
+            raise ValueError(f"{at}: field 'query' is not the end of field {field!r}: give the question alone, or "
+                             "a context and a query that together are the question")
+        row = {**row, "context": " ".join(words[: len(words) - len(asked)])}
     if "context" not in row:
         return at, row
     context, query, key = row.get("context"), row.get("query"), row.get("context_id", "")
@@ -162,6 +198,9 @@ def _with_question(row: dict[str, Any], field: str, at: str) -> tuple[str, dict[
         raise ValueError(f"{at}: field 'context_id' must be a string or an integer, got {type(key).__name__}")
     if field not in row:
         row = {**row, field: f"{context.strip()} {query.strip()}".strip()}
+    elif not isinstance(row[field], str) or not _same_text(row[field], f"{context} {query}"):
+        raise ValueError(f"{at}: field {field!r} is not its context followed by its query: give the question alone, "
+                         "or a context and a query, or make them agree")
     return at, row
 
 

@@ -66,7 +66,17 @@ class GeneratedTestsParams(PoolParams):
             check_verifier_spec(self.verifier)
 
 
-@strategy(GeneratedTestsParams)
+def needs_code(problems: list[Problem]) -> None:
+    """Refuse a task whose problems are not code before anything starts (declared with the strategy, checked by
+    `prepare`): run, every problem would only record this strategy's refusal, and the run would exit 0."""
+    for problem in problems:
+        entry_point = problem.meta.get("entry_point")
+        if not isinstance(entry_point, str) or not entry_point:
+            raise ValueError(f"generated_tests needs a code task with an entry point (code, humaneval, "
+                             f"code_jsonl:PATH); problem {problem.id!r} has none")
+
+
+@strategy(GeneratedTestsParams, check_problems=needs_code)
 async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParams) -> Answer:
     entry_point = problem.meta.get("entry_point")
     build = getattr(ctx.task, "program", None)

@@ -98,7 +98,7 @@ def test_built_in_declarations_decide_sweeps_holdout_and_adaptive() -> None:
         "best_of_n", "self_consistency", "sleep_time", "genrm", "deepconf", "budget_forcing"}
     assert {n for n, c in declared.items() if c.difficulty_pool} == {"best_of_n", "self_consistency"}
     assert {n for n, c in declared.items() if not c.adaptive_candidate} == {"adaptive"}
-    assert {n for n, c in declared.items() if c.check_problems is not None} == {"sleep_time"}
+    assert {n for n, c in declared.items() if c.check_problems is not None} == {"sleep_time", "generated_tests"}
     # The varied parameters and the source point come from the declaration: GenRM's largest (S, V) feeds the rest.
     spec = SweepSpec(grid=(GridEntry.parse("genrm n=2|4 verifications=1|2"),), budgets=("256", "512"))
     sources = {c.source for c in spec.cells() if c.source}

@@ -200,6 +200,8 @@ def test_options_refuse_bad_values() -> None:
         CompareOptions(resamples=10)
     with pytest.raises(ValueError, match="group must be one of config, strategy, run"):
         CompareOptions(group="seed")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seed must be a whole number ≥ 0, got -1"):
+        CompareOptions(seed=-1)
 
 
 # -- the directory flow, on the simulator -------------------------------------------------------------
@@ -314,6 +316,7 @@ def test_the_cli_reads_directories_and_refuses_bad_input(compared: Path, tmp_pat
         ([str(compared), "--resume", str(compared)], "not both"),
         ([str(tmp_path)], "is not a ttscale run, sweep or compare directory"),
         ([str(compared), "--confidence", "1.5"], "confidence must be in (0, 1)"),
+        ([str(compared), "--bootstrap-seed", "-1"], "compare: --bootstrap-seed must be a whole number ≥ 0, got -1"),
         ([str(compared), "--group", "seed"], "invalid choice"),
     ]
     for args, message in bad:

@@ -33,6 +33,27 @@ def test_bad_params_are_refused_clearly(raw: dict[str, str], message: str) -> No
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("strategy", "name", "allowed"),
+    [
+        ("deepconf", "mode", "'offline', 'online'"),
+        ("mcts", "final", "'most_visited', 'vote'"),
+        ("generated_tests", "select", "'tests_passed', 'codet'"),
+        ("mcts", "selection", "'uct', 'puct'"),
+    ],
+)
+def test_a_value_a_literal_parameter_does_not_take_is_refused_with_the_values_it_does(
+    strategy: str, name: str, allowed: str
+) -> None:
+    """Issue 43, item 15: "parameter mode must be Literal, got 'sideways'" named none of them."""
+    from ttscale.params import params_class
+    from ttscale.strategies import STRATEGIES
+
+    with pytest.raises(ValueError) as info:
+        parse_params(params_class(STRATEGIES.get(strategy)), {name: "sideways"})
+    assert str(info.value) == f"parameter {name} must be one of {allowed}, got 'sideways'"
+
+
 def test_parse_assignments() -> None:
     assert parse_assignments(["n=8", " temperature = 0.7 "]) == {"n": "8", "temperature": "0.7"}
     with pytest.raises(ValueError, match="key=value"):

@@ -67,6 +67,8 @@ class CompareOptions:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
         if isinstance(self.resamples, bool) or not isinstance(self.resamples, int) or self.resamples < 100:
             raise ValueError(f"resamples must be a whole number ≥ 100, got {self.resamples}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a whole number ≥ 0, got {self.seed!r}")  # numpy's own says no name
         if self.group not in GROUPS:
             raise ValueError(f"group must be one of {', '.join(GROUPS)}, got {self.group!r}")
 

@@ -155,7 +155,7 @@ def _convert(name: str, text: str, annotation: Any) -> Any:
             return _convert_one(text, option)
         except ValueError:
             continue
-    allowed = " or ".join(getattr(o, "__name__", str(o)) for o in options)
+    allowed = " or ".join(_option_name(o) for o in options)
     raise ValueError(f"parameter {name} must be {allowed}, got {text!r}")
 
 
@@ -196,8 +196,11 @@ def _check_one(value: Any, kind: Any) -> Any:
 
 
 def _type_name(kind: Any) -> str:
-    if kind is float:
-        return "a finite float"
+    return "a finite float" if kind is float else _option_name(kind)
+
+
+def _option_name(kind: Any) -> str:
+    """How a message names what a field takes: a Literal by its values (`Literal` alone tells a user nothing)."""
     if typing.get_origin(kind) is typing.Literal:
         return "one of " + ", ".join(map(repr, typing.get_args(kind)))
     return getattr(kind, "__name__", str(kind))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ttscale.context import Context
+from ttscale.engine.base import EngineFatalError
 from ttscale.params import check_positive, check_range
 from ttscale.schema import Completion, Sample, SamplingParams
 
@@ -42,7 +43,8 @@ async def sample_pool(
     """Draw the pool in one engine request (or a few, with refill); the ledger caps it to the budget.
 
     `prompt`: another prompt than the problem's (a sleep-time strategy asks the query with its notes);
-    `phase`: the ledger counts the pool's tokens under that name too (see `Context.generate`)."""
+    `phase`: the ledger counts the pool's tokens under that name too (see `Context.generate`); `logprobs`: asked
+    for, they must come back (`require_logprobs`): the first answer without them stops the run."""
     pool: list[Completion] = []
     while True:
         n = p.n if p.n is not None else ctx.ledger.affordable_samples(p.max_tokens)
@@ -52,10 +54,35 @@ async def sample_pool(
             n=n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, logprobs=logprobs
         )
         generation = await ctx.generate(ctx.prompt() if prompt is None else prompt, params, phase=phase)
+        if logprobs is not None:
+            require_logprobs(generation.completions, top=logprobs > 0)
         pool.extend(generation.completions)
         if not p.refill or not generation.completions:
             break
     return pool
+
+
+class MissingLogprobsError(EngineFatalError):
+    """The engine answered without the log-probs the strategy asked for and scores its samples by.
+
+    It stops the run (it is an `EngineFatalError`): every problem would get the same answer, and each would be
+    scored None, answer nothing and count as finished, with no word of why.
+    """
+
+
+def require_logprobs(completions: Sequence[Completion], *, top: bool = False) -> None:
+    """Raise `MissingLogprobsError` when a completion with tokens came back without its log-probs (or, `top`,
+    without the top alternatives of each token, nor the token confidences made from them), as a server may answer
+    a request that asked for them."""
+    for completion in completions:
+        no_top = completion.top_logprobs is None and completion.confidences is None
+        if completion.num_tokens and (completion.logprobs is None or (top and no_top)):
+            what = "top log-probs" if completion.logprobs is not None else "log-probs"
+            raise MissingLogprobsError(
+                f"the engine answered without the {what} it was asked for, and this strategy scores its samples by "
+                "them: use a backend that returns them (vLLM's server and engine do), or select by a verifier "
+                "(best_of_n --param verifier=NAME) or a vote (self_consistency)"
+            )
 
 
 async def score_outcomes(ctx: Context, texts: list[str], *, verifier: str) -> list[float]:

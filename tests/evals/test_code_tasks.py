@@ -253,6 +253,17 @@ BAD_ROWS: list[tuple[str, Any, str]] = [
     ("solution", [{**ROW, "solution": None}], ":1: field 'solution' must be a string, got NoneType"),
     ("blank", "\n\n", ": no problems (the file is empty)"),
     ("second line", [ROW, {**ROW, "id": "b", "entry_point": 1}], ":2: field 'entry_point' must be a string, got int"),
+    # Issue 43, item 6: tests that can never fail graded `return -1` correct.
+    ("check_solution", [{**ROW, "tests": "def check_solution(candidate):\n    assert candidate(2, 2) == 4\n"}],
+     ":1: field 'tests' can never fail, so every answer would pass: it defines check_solution but no assert"),
+    ("no assert", [{**ROW, "tests": ["add(2, 2) == 4", "add(-1, 1) == 0"]}],
+     ":1: field 'tests' can never fail, so every answer would pass: no assert, raise or assert…() call runs"),
+    ("prints only", [ROW, {**ROW, "id": "p", "tests": ["print(add(2, 2))", "x = add(1, 1)"]}],
+     ":2: field 'tests' can never fail"),
+    ("uncalled test_", [{**ROW, "tests": "def test_add():\n    assert add(2, 2) == 4\n"}],
+     ":1: field 'tests' can never fail, so every answer would pass: it defines test_add but"),
+    ("check without assert", [{**ROW, "tests": "def check(candidate):\n    candidate(2, 2) == 4\n"}],
+     ":1: field 'tests' can never fail, so every answer would pass: it defines check but"),
 ]
 
 
@@ -277,6 +288,37 @@ def test_humaneval_rows_are_checked_too(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"bad.jsonl:1: missing field 'entry_point'"):
         row = {k: v for k, v in row.items() if k != "entry_point"} | {"test": "assert True\n"}
         humaneval(str(write(tmp_path / "bad.jsonl", [row]))).problems()
+
+
+@pytest.mark.parametrize("test", [
+    "assert add(2, 2) == 4\n",
+    "def check(candidate):\n    assert candidate(2, 2) == 4\n",
+    "def _same(a, b):\n    assert a == b\n\ndef check(candidate):\n    _same(candidate(2, 2), 4)\n",
+    "for a, b in [(1, 2)]:\n    if add(a, b) != 3:\n        raise ValueError(a, b)\n",
+    "import numpy.testing as npt\nnpt.assert_allclose(add(1.0, 2.0), 3.0)\n",
+    "import unittest\nclass T(unittest.TestCase):\n    def runTest(self):\n        self.assertEqual(add(2, 2), 4)\n"
+    "T().runTest()\n",
+    "import sys\nif add(2, 2) != 4:\n    sys.exit(1)\n",
+    "def check(candidate):\n    helper(candidate)\n\ndef helper(f):\n    deeper(f)\n\ndef deeper(f):\n"
+    "    assert f(1, 1) == 2\n",
+])
+def test_a_test_that_can_fail_is_accepted_whatever_its_form(test: str) -> None:
+    from ttscale.evals.code import never_fails
+
+    assert never_fails(test) is None
+
+
+@needs_humaneval
+def test_every_humaneval_test_can_fail_and_a_check_renamed_is_refused(tmp_path: Path) -> None:
+    from ttscale.evals.code import never_fails
+
+    rows = [json.loads(line) for line in gzip.decompress(HUMANEVAL.read_bytes()).decode().splitlines()]
+    assert len(rows) == 164 and all(never_fails(row["test"]) is None for row in rows)
+    renamed = [rows[0], {**rows[1], "test": rows[1]["test"].replace("def check(", "def check_solution(")}]
+    with pytest.raises(ValueError) as info:
+        humaneval(str(write(tmp_path / "renamed.jsonl", renamed))).problems()
+    assert str(info.value).startswith(f"{tmp_path / 'renamed.jsonl'}:2: field 'test' can never fail, so every answer "
+                                      "would pass: it defines check_solution but no assert")
 
 
 def test_broken_gzip_and_missing_files_are_one_line(tmp_path: Path) -> None:

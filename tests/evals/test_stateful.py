@@ -271,6 +271,65 @@ def test_jsonl_stateful_option_and_backwards_compatibility(tmp_path: Path) -> No
         load_task(f"jsonl:{file}", stateful="yes")
 
 
+def test_rows_that_share_a_context_id_must_share_their_context(tmp_path: Path) -> None:
+    """Issue 43, item 7: they were merged, and query b was answered from notes about context a."""
+    rows = [
+        {"context": "Ann has 3 apples.", "query": "How many has she?", "answer": "3", "context_id": "c1"},
+        {"context": "Ann  has 3 apples.\n", "query": "Twice that?", "answer": "6", "context_id": "c1"},  # spacing only
+        {"context": "Bo has 5 pears.", "query": "How many has he?", "answer": "5", "context_id": "c1"},
+    ]
+    file = write_jsonl(tmp_path / "s.jsonl", rows)
+    with pytest.raises(ValueError) as info:
+        load_task(f"jsonl:{file}").problems()
+    assert str(info.value) == (f"{file}:3: context_id 'c1' is also the one of {file}:1, whose context differs "
+                               "('Ann has 3 apples.'): give each context its own context_id")
+    assert len(load_task(f"jsonl:{write_jsonl(tmp_path / 'ok.jsonl', rows[:2])}").problems()) == 2
+    # A context split from the question, or given in Python, is held to the same rule.
+    split = [{"question": "Ann has 3 apples. How many?", "answer": "3", "context_id": 9},
+             {"question": "Bo has 5 pears. How many?", "answer": "5", "context_id": 9}]
+    with pytest.raises(ValueError, match=r"^problems 'jsonl-0000' and 'jsonl-0001' share context_id '9' but not "
+                                         r"their context \('Ann has 3 apples.' vs 'Bo has 5 pears.'\): give each"):
+        load_task(f"jsonl:{write_jsonl(tmp_path / 'split.jsonl', split)}", stateful=True).problems()
+    with pytest.raises(ValueError, match="problems 'a' and 'b' share context_id 'k' but not their context"):
+        stateful_problems([Problem(id="a", question="A. Q?", reference="1", meta={"context_id": "k"}),
+                           Problem(id="b", question="B. Q?", reference="1", meta={"context_id": "k"})])
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"question": "Bo has 5 pears. How many has he?", "context": "Ann has 3 apples.", "query": "How many has she?",
+          "answer": "3"}, r"s\.jsonl:2: field 'question' is not its context followed by its query"),
+        ({"question": "Ann has 3 apples. How many has she?", "context": "Ann has 3 apples.", "query": "Twice that?",
+          "answer": "6"}, r"s\.jsonl:2: field 'question' is not its context followed by its query"),
+        ({"question": "Ann has 3 apples. How many has she?", "query": "Twice that?", "answer": "6"},
+         r"s\.jsonl:2: field 'query' is not the end of field 'question'"),
+        ({"question": ["Ann has 3 apples."], "context": "Ann has 3 apples.", "query": "How many?", "answer": "3"},
+         r"s\.jsonl:2: field 'question' is not its context followed by its query"),
+    ],
+)
+def test_a_question_that_disagrees_with_its_context_and_query_is_refused(
+    tmp_path: Path, row: dict[str, Any], message: str
+) -> None:
+    """Issue 43, item 7: accepted, every other strategy answered the question and sleep-time another problem."""
+    file = write_jsonl(tmp_path / "s.jsonl", [{"context": "c.", "query": "q?", "answer": "1"}, row])
+    with pytest.raises(ValueError, match=message) as info:
+        load_task(f"jsonl:{file}").problems()
+    assert "\n" not in str(info.value)
+
+
+def test_a_question_that_agrees_with_its_context_and_query_is_taken_as_stated(tmp_path: Path) -> None:
+    file = write_jsonl(tmp_path / "s.jsonl", [
+        {"question": "Ann has 3 apples.  How many has she?", "context": "Ann has 3 apples.",
+         "query": "How many has she?", "answer": "3"},
+        {"question": "Ann has 3 apples. Bo has 2. How many? Explain.", "query": "Explain.", "answer": "5"},
+    ])
+    first, second = load_task(f"jsonl:{file}").problems()
+    assert (first.meta["context"], first.meta["query"]) == ("Ann has 3 apples.", "How many has she?")
+    # The row's own query is kept (a sentence split would have made it "How many? Explain.").
+    assert (second.meta["context"], second.meta["query"]) == ("Ann has 3 apples. Bo has 2. How many?", "Explain.")
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [

@@ -1,9 +1,9 @@
 """A misbehaving OpenAI-compatible server (issue 32, items 6 and 11), against the loopback stub server.
 
-A 200 that is no answer (not JSON, no or too few choices, too large a body) is a passing fault (a proxy's
-page, a cut body): retried like a 5xx, and if it outlives the retries its problem is left unfinished, so
-the run exits 1 and `--resume` runs it again. A credential in the base URL's query string is sent to the
-server but never stored: run files show it as `***`.
+A 200 that is no answer (not JSON, no or too few choices, a choice without text, too large a body) is a
+passing fault (a proxy's page, a cut body): retried like a 5xx, and if it outlives the retries its problem
+is left unfinished, so the run exits 1 and `--resume` runs it again. A value in the base URL's query string
+is sent to the server but never stored unless its name is known harmless: run files show it as `***`.
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ GARBAGE: dict[str, Reply] = {
     "zero-choices": json_reply({"choices": []}),
     "json-list": json_reply([1, 2]),
     "oversized": (200, {"content-type": "application/json"}, b'{"choices": [], "pad": "' + b"x" * 100_000 + b'"}'),
+    # Issue 43, item 4: there are choices, but one is no answer (no text, a null or a number for it, a field
+    # that cannot be read): as transient as a body with no choices.
+    "choice-without-text": json_reply({"choices": [{"index": 0, "finish_reason": "stop"}]}),
+    "choice-text-null": json_reply({"choices": [{"index": 0, "text": None, "finish_reason": "stop"}]}),
+    "choice-text-number": json_reply({"choices": [{"index": 0, "text": 12345, "finish_reason": "stop"}]}),
+    "choice-text-list": json_reply({"choices": [{"index": 0, "text": ["4"], "finish_reason": "stop"}]}),
+    "choice-index-unreadable": json_reply({"choices": [{"index": "first", "text": "4", "finish_reason": "stop"}]}),
 }
 
 
@@ -99,15 +106,21 @@ def test_a_malformed_200_that_persists_raises_a_transient_error_after_the_retrie
     wrapped.__cause__ = caught.value
     assert openai_engine.is_transient(wrapped)
 
-    # An answer that is there but wrong (a choice's text not a string) is the server's bug: not retried.
-    def wrong(method: str, path: str, body: Any) -> Reply:
+
+
+@pytest.mark.parametrize("kind", ["choice-without-text", "choice-text-null", "choice-text-number"])
+def test_a_choice_that_is_no_answer_every_time_is_transient_not_the_problems_error(kind: str) -> None:
+    """Issue 43, item 4: recorded as an error, the problem counted as finished and was never retried."""
+    def handler(method: str, path: str, body: Any) -> Reply:
         if _path(path).endswith("/models"):
             return model_list("smol")
-        return json_reply({"choices": [{"index": 0, "text": 12345, "finish_reason": "stop"}]})
+        return GARBAGE[kind]
 
-    with StubServer(wrong) as stub, pytest.raises(RequestError, match="malformed completion") as caught:
-        _engine_run(stub.url, _generate())
-    assert type(caught.value) is RequestError and len(stub.posts()) == 1
+    with StubServer(handler) as stub, pytest.raises(RequestError) as caught:
+        _engine_run(stub.url, _generate(), max_retries=2)
+    assert type(caught.value).__name__ == "MalformedAnswerError" and openai_engine.is_transient(caught.value)
+    assert "sent no usable answer 3 times" in str(caught.value) and "malformed choice" in str(caught.value)
+    assert len(stub.posts()) == 3
 
 
 def test_a_models_listing_that_is_no_answer_is_retried_then_fatal() -> None:
@@ -197,6 +210,28 @@ def test_a_problem_the_server_kept_failing_is_unfinished_exits_1_and_resume_runs
     assert len(records) == 3 and all(r["error"] is None for r in records)
 
 
+def test_best_of_n_on_a_server_without_log_probs_stops_with_one_line(tmp_path: Path) -> None:
+    """Issue 43, item 5: every sample scored None, accuracy 0.0, exit 0, no word of why."""
+    def handler(method: str, path: str, body: Any) -> Reply:
+        if _path(path).endswith("/models"):
+            return model_list("smol", max_model_len=2048)
+        assert body.get("logprobs") == 0  # asked for, and (like some servers) not returned: "logprobs": null
+        return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
+
+    out = tmp_path / "run"
+    with StubServer(handler) as stub:
+        done = _cli([
+            "run", "--strategy", "best_of_n", "--budget", "64", "--param", "n=2", "--param", "max_tokens=16",
+            "--task", f"jsonl:{_task(tmp_path)}", "--out", str(out), "--backend", "openai", "--base-url", stub.url,
+            "--model", "smol", "--tokenizer", "embedded", "--no-progress",
+        ])  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert errors[0].startswith("ttscale: error: the engine answered without the log-probs it was asked for")
+    assert not RunDir(out).finished_ids()  # nothing recorded as answered: a resume on a better server runs them all
+
+
 # -- item 11: a credential in the base URL's query string -------------------------------------------
 CREDENTIAL_NAMES = ["api_key", "key", "token", "access_token", "sig", "signature", "password", "secret", "API-KEY",
                     "X-Api-Key", "Token"]
@@ -215,6 +250,28 @@ def test_a_credential_like_query_value_is_masked_in_what_is_stored(name: str) ->
     with pytest.raises(ValueError) as caught:
         OpenAIConfig(base_url=f"http://127.0.0.1:99999/v1?{name}={SECRET}", model="m")
     assert SECRET not in str(caught.value)
+
+
+# Issue 43, item 14: a key may go by any name (Azure Functions' `code`, a SAS's `sv`/`sp`/`se`/`sig`, `sas`):
+# every value is masked unless its name is known harmless.
+OTHER_NAMES = ["code", "sas", "sv", "se", "sp", "spr", "skoid", "deployment", "x", "c%6Fde", "user", "q"]
+
+
+@pytest.mark.parametrize("name", OTHER_NAMES)
+def test_every_query_value_but_a_harmless_ones_is_masked_in_what_is_stored(name: str) -> None:
+    from ttscale.runstore.run_config import redact_argv
+
+    url = f"http://127.0.0.1:8000/v1?API-Version=2024-06&{name}={SECRET}&api_version=7"
+    masked = f"http://127.0.0.1:8000/v1?API-Version=2024-06&{name}=***&api_version=7"
+    stored = redact_argv(["ttscale", "run", "--base-url", url, f"--base-url={url}"])
+    assert stored[3:] == [masked, f"--base-url={masked}"]
+    config = OpenAIConfig(base_url=url, model="m")
+    assert config.public_url() == masked and SECRET not in json.dumps(config.to_dict())
+    assert config.endpoint("/completions") == url.replace("/v1?", "/v1/completions?")  # what is sent: the value
+    assert list(OpenAIConfig(base_url=masked, model="m").masked_parameters()) == [urllib.parse.unquote(name)]
+    with pytest.raises(ValueError) as caught:  # a message shows the URL: masked too, scheme or none
+        OpenAIConfig(base_url=f"127.0.0.1:8000/v1?{name}={SECRET}", model="m")
+    assert SECRET not in str(caught.value) and f"{name}=***" in str(caught.value)
 
 
 def test_the_query_string_is_sent_and_config_json_keeps_it_masked(tmp_path: Path) -> None:

@@ -109,6 +109,28 @@ def test_a_math_task_is_refused_with_one_line() -> None:
         asyncio.run(generated_tests(ctx.problem, ctx, GeneratedTestsParams()))
 
 
+@pytest.mark.parametrize("task", ["arithmetic", "arithmetic_stateful:1"])
+def test_a_task_that_is_not_code_is_refused_before_anything_starts(
+    task: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43, item 8: the run started, recorded every problem as an error and exited 0."""
+    import ttscale
+    from ttscale.cli import main
+    from ttscale.testing import SimulatedArithmeticPolicy
+
+    out = tmp_path / "run"
+    policy = SimulatedArithmeticPolicy(seed=0)
+    with pytest.raises(ValueError, match=r"generated_tests needs a code task with an entry point .*; problem '"):
+        ttscale.run(strategy="generated_tests", budget="1k", limit=2, engine=policy, task=task, out=out)
+    assert not out.exists() and policy.requests == []
+    # The command line: one line, exit 2, before any engine starts (the embedded model is never loaded).
+    assert main(["run", "--strategy", "generated_tests", "--task", task, "--limit", "2", "--out", str(out),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ttscale: error: run: generated_tests needs a code task") and err.count("\n") == 1, err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [({"max_tests": "0"}, "max_tests must be ≥ 1, got 0"),

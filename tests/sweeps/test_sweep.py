@@ -182,6 +182,12 @@ def test_the_cli_refuses_bad_input_with_one_line(tmp_path: Path, capsys: pytest.
         err = capsys.readouterr().err
         assert err.startswith("ttscale: error: sweep: ") and err.count("\n") == 1 and "ValueError" not in err, err
     assert not (tmp_path / "s").exists()
+    for empty in ("", "  "):  # issue 43, item 15: said "not enough values to unpack"
+        assert main(["sweep", "--strategy", "best_of_n", "--strategy", empty, "--budgets", "1k", "--model", model,
+                     "--out", str(tmp_path / "s")]) == 2
+        err = capsys.readouterr().err
+        assert err == "ttscale: error: sweep: a --strategy is empty: give 'NAME key=v1|v2 ...'\n", err
+    assert not (tmp_path / "s").exists()
     assert main(["policy", "--sweep", str(tmp_path / "nowhere")]) == 2
     assert "not a ttscale sweep" in capsys.readouterr().err
     assert main(["policy", "--sweep", str(tmp_path), "--folds", "1"]) == 2

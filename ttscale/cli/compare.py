@@ -68,6 +68,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         what = "run directories are compared as they are" if args.runs else "--resume continues the stored runs"
         verb = "apply" if len(given) > 1 else "applies"
         raise UsageError(f"compare: {', '.join(given)} {verb} only to a new run (--strategy); {what}")
+    if args.bootstrap_seed < 0:  # CompareOptions would name its field, `seed`, not the flag
+        raise UsageError(f"compare: --bootstrap-seed must be a whole number ≥ 0, got {args.bootstrap_seed}")
     if not (args.runs or args.resume or args.strategy):
         raise UsageError("compare: give run directories to compare, or at least two --strategy 'NAME key=value' "
                          "to run (or --resume DIR)")

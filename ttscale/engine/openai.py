@@ -4,11 +4,12 @@ Prompts go as token ids to `/v1/completions` (chat templates are applied here, w
 own tokenizer, so tree strategies keep exact token prefixes). Requests are async and bounded by
 a semaphore; 408/429/5xx answers, timeouts and dropped connections are retried with jittered
 exponential backoff (a server's Retry-After is honoured); other 4xx answers fail at once with the
-server's message. A 200 that is no answer (not JSON, no or too few choices, a body past `_MAX_BODY`)
-is retried the same way: a proxy's passing fault looks like that. The API key is read from an
-environment variable and goes only into the Authorization header: never into `describe()`, run files,
-logs or error messages. A query string in the base URL is sent with every request; the values of its
-credential-like parameters (`key`, `token`, `sig`, `password`, `secret`, ...) are stored as `***`.
+server's message. A 200 that is no answer (not JSON, no or too few choices, a choice without a
+string `text` or with unreadable fields, a body past `_MAX_BODY`) is retried the same way: a proxy's
+passing fault looks like that. The API key is read from an environment variable and goes only into the
+Authorization header: never into `describe()`, run files, logs or error messages. A query string in the
+base URL is sent with every request; run files show each of its values as `***` unless its name is known
+to be harmless (`api-version`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class RequestError(RuntimeError):
 
 
 class MalformedAnswerError(RequestError):
-    """Every try was answered 200 with no usable answer (not JSON, no or too few choices, too large a body).
+    """Every try was answered 200 with no usable answer (not JSON, no or too few choices, a malformed choice, too
+    large a body).
 
     Transient, not the problem's fault: the runner records the problem as unfinished, and `--resume` runs it again.
     """
@@ -147,11 +149,14 @@ class OpenAIEngine(HFTokenizerMixin):
             body["structured_outputs"] = {"regex": params.regex}
 
         def parse(data: Any) -> Generation:
-            choices = _choices(data, params.n)  # no answer at all: retried
+            choices = _choices(data, params.n)
             try:
                 return self._generation(data, choices, prompt, params)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:  # an answer, but a wrong one: not retried
-                raise RequestError(f"{self.config.public_url()} sent a malformed completion: {one_line(exc)}") from None
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                # A choice without its text (or with a number for it) is no answer either: a proxy that rewrote
+                # the body or a server's passing fault looks like that, so it is retried like every other one;
+                # recorded as the problem's error, it would count as finished and `--resume` would never redo it.
+                raise _Garbled(f"with a malformed choice ({one_line(exc)[:200]})") from None
 
         return await self._request("POST", "/completions", body, parse)
 
@@ -294,9 +299,11 @@ class OpenAIEngine(HFTokenizerMixin):
         return Generation(completions=completions, prompt_tokens=prompt_tokens, cached_prompt_tokens=cached)
 
     def _completion(self, choice: dict[str, Any], params: SamplingParams) -> Completion:
+        if "text" not in choice:
+            raise ValueError("a choice has no text")
         text = choice["text"]
         if not isinstance(text, str):
-            raise ValueError(f"a choice's text is {type(text).__name__}, not a string")
+            raise TypeError(f"a choice's text is {type(text).__name__}, not a string")
         ids = choice.get("token_ids")
         if isinstance(ids, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids):
             token_ids = tuple(ids)

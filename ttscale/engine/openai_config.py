@@ -1,8 +1,9 @@
 """How to reach an OpenAI-compatible server (`OpenAIConfig`), and how its URL is shown in run files and messages.
 
 A query string in the base URL is sent with every request (some gateways take their key or API version
-there); run files, `describe()` and messages show the values of its credential-like parameters as `***`,
-and a user:password part not at all. A URL read back from a run's files with a masked value is refused
+there); run files, `describe()` and messages show each of its values as `***` unless its name is known to
+be harmless (`HARMLESS_QUERY`: a key may go by any name, `code=` or `sas=`), and a user:password part not
+at all. A URL read back from a run's files with a masked value is refused
 at the engine's start: give `--base-url` again.
 """
 
@@ -14,16 +15,33 @@ import urllib.parse
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: A query parameter whose name says it holds a credential (matched case-insensitively, anywhere in the name).
+#: A query parameter whose name says it holds a credential (matched case-insensitively, anywhere in the name): masked
+#: wherever it appears after a `?`, `&` or `;`, even in text that is not a whole URL.
 _SECRET_QUERY = re.compile(
     r"(?i)(?<=[?&;])([^=&;#\s]*(?:key|token|sig|password|passwd|pwd|secret|auth|credential)[^=&;#\s]*=)[^&;#\s]*"
 )
+#: A query string (from its `?` to a space or a fragment) and one `name=value` parameter of it.
+_QUERY = re.compile(r"\?[^\s#]*")
+_PARAMETER = re.compile(r"(?<=[?&;])([^=&;#\s?]+)=([^&;#\s]*)")
+#: Query parameters whose values are known to hold no secret, shown as they are (compared case-insensitively).
+#: Every other value is masked: a gateway's key may go by any name (Azure Functions' `code`, a SAS's `sv`/`se`/...).
+HARMLESS_QUERY = frozenset({"api-version", "api_version"})
 MASK = "***"
 
 
+def harmless(name: str) -> bool:
+    """Whether a query parameter's value is known to hold no secret (see `HARMLESS_QUERY`)."""
+    return urllib.parse.unquote_plus(name).strip().lower() in HARMLESS_QUERY
+
+
 def redact_url(text: str) -> str:
-    """`text` with any user:password of a URL and the values of credential-like query parameters masked."""
+    """`text` with any user:password of a URL masked, and every query value but those `HARMLESS_QUERY` names."""
     text = re.sub(r"(?<=://)[^/@\s]*@", MASK + "@", text)
+
+    def query(match: re.Match[str]) -> str:
+        return _PARAMETER.sub(lambda m: m.group(0) if harmless(m.group(1)) else f"{m.group(1)}={MASK}", match.group(0))
+
+    text = _QUERY.sub(query, text)
     return _SECRET_QUERY.sub(lambda m: m.group(1) + MASK, text)
 
 
@@ -33,8 +51,8 @@ class OpenAIConfig:
 
     base_url: str
     """The API root, e.g. `http://127.0.0.1:8000/v1` (a URL without a path gets `/v1`). A query string is sent
-    with every request; run files and messages show its credential-like values (`?api_key=`, `token`, `sig`,
-    ...) as `***`, and a user:password part not at all."""
+    with every request; run files and messages show its values as `***` (all but `api-version`'s), and a
+    user:password part not at all."""
     model: str
     """The model name the server serves (`--served-model-name` of `vllm serve`)."""
     tokenizer: str | None = None
@@ -93,7 +111,7 @@ class OpenAIConfig:
 
     def endpoint(self, path: str, *, public: bool = False) -> str:
         """The URL of `path` (`/completions`) under the API root, with the base URL's query string, without any
-        user:password; `public`: with credential-like query values masked (for run files and messages)."""
+        user:password; `public`: with its query values masked (for run files and messages)."""
         url = urllib.parse.urlsplit(self.api_root)
         host = url.hostname or ""
         netloc = f"[{host}]" if ":" in host else host
@@ -105,22 +123,23 @@ class OpenAIConfig:
         return urllib.parse.urlunsplit((url.scheme, netloc, url.path + path, query, ""))
 
     def public_url(self) -> str:
-        """The URL without any user:password part and with credential-like query values masked, fit for run
-        files and messages."""
+        """The URL without any user:password part and with its query values masked, fit for run files and
+        messages."""
         return self.endpoint("", public=True)
 
     def query_secrets(self) -> dict[str, str]:
-        """The credential-like query parameters of the base URL, name -> value."""
+        """The query parameters of the base URL whose values are masked in what is stored (all but the harmless
+        ones), name -> value."""
         query = urllib.parse.urlsplit(self.base_url).query
         pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-        return {name: value for name, value in pairs if _SECRET_QUERY.search(f"?{name}=")}
+        return {name: value for name, value in pairs if not harmless(name)}
 
     def masked_parameters(self) -> list[str]:
-        """Credential-like query parameters whose value is the mask: a URL read back from a run's files."""
+        """Query parameters whose value is the mask: a URL read back from a run's files."""
         return [name for name, value in self.query_secrets().items() if value == MASK]
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "base_url": self.public_url()}
 
 
-__all__ = ["MASK", "OpenAIConfig", "redact_url"]
+__all__ = ["HARMLESS_QUERY", "MASK", "OpenAIConfig", "harmless", "redact_url"]

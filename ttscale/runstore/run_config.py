@@ -31,7 +31,7 @@ def write_config(
     from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
-    if prepared.spec.server is not None:  # never a user:password or a credential-like query value from the URL
+    if prepared.spec.server is not None:  # never a user:password or a query value from the URL
         spec["server"]["base_url"] = prepared.spec.server.public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
     run_dir.write_config(
@@ -59,8 +59,8 @@ def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with any user:password in a URL and any credential-like query value (`?api_key=`,
-    `token`, `sig`, ...) masked as `***`."""
+    """The command line with any user:password in a URL and every query value (`?code=`, `?sig=`, ...) but a
+    harmless one's (`api-version`) masked as `***`."""
     from ttscale.engine.openai_config import redact_url
 
     return [redact_url(str(arg)) for arg in argv]

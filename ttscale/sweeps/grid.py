@@ -47,6 +47,8 @@ class GridEntry:
     @classmethod
     def parse(cls, text: str) -> GridEntry:
         """`"self_consistency max_tokens=64 temperature=0.6|1.0"`: a strategy, then key=v1|v2 ..."""
+        if not text.split():
+            raise ValueError("a --strategy is empty: give 'NAME key=v1|v2 ...'")
         name, *items = text.split()
         given: list[tuple[str, list[str]]] = []
         for item in items:
