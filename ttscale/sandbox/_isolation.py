@@ -7,16 +7,18 @@ execution.
 
 Order of events for the "namespaces" level:
 
-1. the supervisor, before anything else: `enter_namespaces` gives it new user, pid and net namespaces
+1. the supervisor, before anything else: `enter_namespaces` gives it new user, pid, net and IPC namespaces
    (its next child is pid 1 of the new pid namespace). As root, a helper forked before the `unshare` writes
    the uid/gid maps, mapping the candidate's uid 1000 to `nobody` (65534): a root-owned kernel uid would
-   ignore RLIMIT_NPROC. Otherwise the supervisor maps its own uid to 1000 inside.
+   ignore RLIMIT_NPROC. Otherwise the supervisor maps its own uid to 1000 inside. `_hardening.bound_ipc` then
+   bounds the new IPC namespace.
 2. pid 1 forks the candidate's process (pid 2) at once and stays its init (`_supervisor._be_init`).
 3. the candidate's process, `confine`: a mount namespace of its own, a minimal read-only root (the Python
    installation, /usr and the /lib* and /bin links, four /dev nodes, its own /proc) and an empty writable
    tmpfs at /tmp; the old root is detached; nested user namespaces are disallowed; it becomes uid 1000, drops
    every capability, sets no_new_privs.
-4. `set_limits`: rlimits, last, so that the set-up itself is not limited.
+4. `_hardening.harden`: a session keyring of its own, then the seccomp filter.
+5. `set_limits`: rlimits, last, so that the set-up itself is not limited.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The sandbox's supervisor: the process ttscale starts for one execution (`python -I -S -c STUB`).
 
-Not imported by ttscale. `sandbox.py` sends the compiled code of `_isolation.py`, `_runner.py` and this file
-on stdin, with the job; the stub executes the three in one namespace and calls `main(job)`. The supervisor
-isolates itself (`enter_namespaces`) and forks pid 1 of the new pid namespace, which confines itself and forks
-the candidate's process (pid 2, running `_runner.run`), staying its init. The supervisor watches: it keeps the
+Not imported by ttscale. `sandbox.py` sends the compiled code of `_isolation.py`, `_hardening.py`, `_runner.py`
+and this file on stdin, with the job; the stub executes the four in one namespace and calls `main(job)`. The
+supervisor isolates itself (`enter_namespaces`, `bound_ipc`) and forks pid 1 of the new pid namespace, which
+confines itself and forks the candidate's process (pid 2: `harden`, limits, then `_runner.run`), staying its
+init. The supervisor watches: it keeps the
 first `output_kib` of the output and drops the rest, kills pid 1 (so the whole namespace) at the wall-clock
 limit, checks the pass message against the secret it created after the fork, and answers ttscale on stdout:
 `status NUL reason NUL dropped-bytes NUL output`. The candidate cannot see or signal this process (it is

@@ -38,7 +38,7 @@ ISOLATION = {
     "memfd_create and address families but unix, inet, inet6, netlink refused; rlimits",
     "rlimits": "none: rlimits, own session and process group, orphans killed (subreaper), a host temp dir as cwd, "
     "HOME and TMPDIR; its own session keyring; seccomp as with namespaces, SysV shared memory and message queues "
-    "refused too; the network, the host's files and existing IPC objects are reachable",
+    "refused too; the network and the host's files are reachable, and so are the host's IPC objects",
     "bare": "none (benchmark baseline): no isolation, no limits but the wall clock",
 }
 MAX_SOURCE_BYTES = 1 << 20
