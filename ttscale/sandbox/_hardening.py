@@ -3,17 +3,23 @@
 Like `_isolation.py`, not imported by ttscale: its compiled code runs in the supervisor's namespace (after
 `_isolation.py`, whose `Libc` and `IsolationError` it uses), standard library only.
 
-The choices follow what the usual sandboxes do, where they fit:
+The choices follow what the usual sandboxes do, where they fit. bubblewrap (`--unshare-ipc`) and nsjail (on
+unless `--disable_clone_newipc`) give the sandbox its own IPC namespace, as `_isolation.enter_namespaces` now
+does; neither has a seccomp policy of its own (bubblewrap loads the one its caller passes, nsjail a Kafel policy
+it is given), so the filter's contents follow Flatpak (bubblewrap's main user) and Docker's default profile:
 
 - a fresh, anonymous session keyring for the candidate, linked to nothing (runc does the same per container;
-  bubblewrap leaves the keyring alone and Flatpak, which runs it, refuses the keyring calls instead);
-- then a seccomp filter (a small classic-BPF program, installed with prctl: libseccomp's Python bindings are not
-  on PyPI) that refuses, as Flatpak's and Docker's default profiles do: `add_key`, `keyctl` and `request_key`
+  bubblewrap and nsjail leave the keyring alone, and Flatpak refuses the keyring calls instead: both here);
+- then a seccomp filter (a small classic-BPF program, installed with prctl: libseccomp's own Python bindings
+  are not on PyPI, `pip install seccomp` finds nothing, and a wrapper would cost loading libseccomp in every
+  execution) that refuses, as Flatpak's and Docker's default profiles do: `add_key`, `keyctl` and `request_key`
   (EPERM; keys are not namespaced); `socket` and `socketpair` for any address family but AF_UNIX, AF_INET,
   AF_INET6 and AF_NETLINK, which the net namespace covers (EAFNOSUPPORT: Flatpak's allow-list; Docker refuses
   only AF_VSOCK); io_uring (Docker), whose requests can open sockets without the `socket` call; `memfd_create`,
   whose files hold memory outside the address-space limit; and every system call of another ABI (the 32-bit
-  and x32 calls on x86_64 would pass a filter written for 64-bit numbers): the process is killed (SIGSYS);
+  and x32 calls on x86_64 would pass a filter written for 64-bit numbers): the process is killed (SIGSYS).
+  Numbers are known for x86_64, aarch64 and riscv64 (little-endian, no socketcall multiplexer); elsewhere the
+  set-up fails and says so, rather than run the candidate unfiltered;
 - the candidate's IPC namespace gets small bounds (shared memory no larger than its temporary directory, 16
   segments, 16 message queues, 16 POSIX queues), so that IPC does not hold memory the address-space limit
   does not count. The kernel lets only the namespace's root (as ttscale runs it: root) write them; where it
