@@ -34,7 +34,9 @@ TYPE_CHECKING = False  # typing takes 20 ms to import; names below come from the
 if TYPE_CHECKING:
     from typing import Any
 
-    from ttscale.sandbox._isolation import IsolationError, Libc
+    from ttscale.sandbox._isolation import Libc
+if "IsolationError" not in globals():  # imported as a module (by tests), not run in the supervisor's namespace
+    from ttscale.sandbox._isolation import IsolationError
 
 _GENERIC = {"socket": 198, "socketpair": 199, "add_key": 217, "request_key": 218, "keyctl": 219,
             "memfd_create": 279, "shmget": 194, "msgget": 186,

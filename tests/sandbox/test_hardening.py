@@ -1,0 +1,70 @@
+"""The seccomp program, run by a small classic-BPF interpreter for every machine it knows (the real filter is
+exercised on this machine's kernel by tests/sandbox/test_hostile_kernel.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ttscale.sandbox._hardening import ALLOWED_FAMILIES, EAFNOSUPPORT, ENOSYS, EPERM, SYSCALLS, filter_program
+from ttscale.sandbox._isolation import IsolationError
+
+ALLOW, KILL = 0x7FFF0000, 0x80000000
+
+
+def errno(number: int) -> int:
+    return 0x00050000 | number
+
+
+def run_filter(program: list[tuple[int, int]], *, arch: int, nr: int, arg0: int = 0) -> int:
+    """What the kernel would decide: the four instructions the program uses, over struct seccomp_data."""
+    data = {0: nr, 4: arch, 16: arg0}
+    accumulator, pc = 0, 0
+    while True:
+        word, k = program[pc]
+        code, jt, jf = word & 0xFFFF, (word >> 16) & 0xFF, word >> 24
+        if code == 0x20:  # ld [k]
+            accumulator = data[k]
+            pc += 1
+        elif code in (0x15, 0x35):  # jeq / jge #k
+            taken = accumulator == k if code == 0x15 else accumulator >= k
+            pc += 1 + (jt if taken else jf)
+        elif code == 0x06:  # ret #k
+            return k
+        else:
+            raise AssertionError(f"unknown opcode {code:#x}")
+
+
+@pytest.mark.parametrize("machine", sorted(SYSCALLS))
+def test_the_filter_decides_as_documented(machine: str) -> None:
+    arch, numbers = SYSCALLS[machine]
+    program = filter_program(machine, refuse_sysv=False)
+    assert len(program) < 64
+
+    def decide(name: str | int, arg0: int = 0, on: int = arch) -> int:
+        return run_filter(program, arch=on, nr=numbers[name] if isinstance(name, str) else name, arg0=arg0)
+
+    for name in ("add_key", "keyctl", "request_key"):
+        assert decide(name) == errno(EPERM)
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register", "memfd_create"):
+        assert decide(name) == errno(ENOSYS)
+    for call in ("socket", "socketpair"):
+        for family in range(64):
+            expected = ALLOW if family in ALLOWED_FAMILIES else errno(EAFNOSUPPORT)
+            assert decide(call, family) == expected, (call, family)
+    assert decide("shmget") == ALLOW and decide("msgget") == ALLOW
+    assert decide(0) == ALLOW and decide(numbers["socket"] + 1000) == ALLOW
+    assert decide("socket", 2, on=0x40000003) == KILL  # another ABI (i386's number)
+    if machine == "x86_64":
+        assert decide(0x40000000 | numbers["socket"], 40) == KILL  # the x32 ABI
+
+
+def test_sysv_ipc_is_refused_where_its_bounds_cannot_be_set() -> None:
+    arch, numbers = SYSCALLS["x86_64"]
+    program = filter_program("x86_64", refuse_sysv=True)
+    assert run_filter(program, arch=arch, nr=numbers["shmget"]) == errno(ENOSYS)
+    assert run_filter(program, arch=arch, nr=numbers["msgget"]) == errno(ENOSYS)
+
+
+def test_an_unknown_machine_is_a_set_up_error_not_an_unfiltered_run() -> None:
+    with pytest.raises(IsolationError, match=r"^seccomp: unknown system call numbers on s390x$"):
+        filter_program("s390x", refuse_sysv=False)
