@@ -165,10 +165,13 @@ class _Name:
         (ValueError(_Name()), "ValueError: <the message holds objects of the program's>"),
         (OSError(5, "I/O error", _Name()), "OSError: (5, 'I/O error')"),
         (KeyError("k"), "KeyError: 'k'"),
+        (AssertionError((4, [5.0])), "AssertionError: (4, [5.0])"),
+        (AssertionError((4, [_Name()])), "AssertionError: <the message holds objects of the program's>"),
         (MemoryError(), "MemoryError: memory limit: 64 MiB per process, 512 MiB for the execution"),
         (OSError(27, "File too large"), "OSError: [Errno 27] File too large: file-size limit of 8 MiB"),
     ],
-    ids=["own_class", "object_argument", "os_error_filename", "key_error", "memory", "file_size"],
+    ids=["own_class", "object_argument", "os_error_filename", "key_error", "plain_tuple", "object_in_tuple",
+         "memory", "file_size"],
 )
 def test_describing_an_error_runs_no_code_of_the_candidates(error: BaseException, reason: str) -> None:
     _Loud.ran = []

@@ -122,14 +122,23 @@ def _message(error: BaseException) -> str:
         message = _field(SyntaxError, "msg", error)
         return message if type(message) is str else ""
     args = _field(BaseException, "args", error)
-    if type(args) is not tuple or not all(_one_of(type(arg), _PLAIN) for arg in args):
+    if not _is_plain(args):
         return "<the message holds objects of the program's>"
     builtin = not type.__dict__["__flags__"].__get__(kind) & _HEAP_TYPE
     if builtin and issubclass(kind, OSError):  # OSError's text also shows its file names
-        builtin = all(_one_of(type(_field(OSError, name, error)), _PLAIN) for name in ("filename", "filename2"))
+        builtin = _is_plain((_field(OSError, "filename", error), _field(OSError, "filename2", error)))
     # A builtin class's own __str__ over plain values runs no code of the candidate's; a class of its own may
     # override __str__, so its message is made from the arguments only.
     return str(error) if builtin else BaseException.__str__(error)
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether `value` is plain builtin values only (whose repr and str run no code of the candidate's)."""
+    try:
+        plain_copy(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _limit_hit(error: BaseException, limits: dict[str, Any]) -> str:
