@@ -3,6 +3,9 @@ exercised on this machine's kernel by tests/sandbox/test_hostile_kernel.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from ttscale.sandbox._hardening import ALLOWED_FAMILIES, EAFNOSUPPORT, ENOSYS, EPERM, SYSCALLS, filter_program
@@ -68,3 +71,19 @@ def test_sysv_ipc_is_refused_where_its_bounds_cannot_be_set() -> None:
 def test_an_unknown_machine_is_a_set_up_error_not_an_unfiltered_run() -> None:
     with pytest.raises(IsolationError, match=r"^seccomp: unknown system call numbers on s390x$"):
         filter_program("s390x", refuse_sysv=False)
+
+
+def test_where_an_outer_filter_refuses_the_keyring_the_sandbox_still_runs() -> None:
+    """As under Docker's default profile (keyctl refused with EPERM around ttscale): the candidate cannot reach
+    a keyring either, so the sandbox runs rather than fail its set-up."""
+    code = (
+        "import os\n"
+        "from ttscale.sandbox._isolation import load_libc\n"
+        "from ttscale.sandbox._hardening import filter_program, install_filter\n"
+        "install_filter(load_libc(), filter_program(os.uname().machine, refuse_sysv=False))\n"
+        "from ttscale.sandbox import Limits, Sandbox\n"
+        "sandbox = Sandbox(limits=Limits(wall_seconds=5.0), allow_network=True)\n"
+        "print(sandbox.run(program='def f():\\n    return 1\\n', test='assert f() == 1\\n'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert "status='passed'" in out.stdout, out.stdout + out.stderr

@@ -117,9 +117,15 @@ def harden(libc: Libc, *, refuse_sysv: bool) -> None:
     # A new anonymous session keyring replaces the inherited one (ttscale's, which login sessions link to the
     # user's keyring): no key of the host's can be reached through it, and nothing added lands on the host.
     serial = libc.syscall(SYSCALLS[machine][1]["keyctl"], _KEYCTL_JOIN_SESSION_KEYRING, None)
-    if serial < 0:
+    # Refused (EPERM: a filter around ttscale, such as Docker's default profile) or absent (ENOSYS: a kernel
+    # without keys), the keyring is as far out of the candidate's reach, once the filter below is in place.
+    if serial < 0 and libc.errno() not in (EPERM, ENOSYS):
         raise IsolationError(f"keyctl(join session keyring): {os.strerror(libc.errno())}")
-    program = filter_program(machine, refuse_sysv=refuse_sysv)
+    install_filter(libc, filter_program(machine, refuse_sysv=refuse_sysv))
+
+
+def install_filter(libc: Libc, program: list[tuple[int, int]]) -> None:
+    """Install a seccomp program on this process (and every process it starts), with no_new_privs."""
     words = libc.words(*(word for instruction in program for word in instruction))
     address: Any = libc.address(words)
     # struct sock_fprog {unsigned short len; (padding); struct sock_filter *filter} on a 64-bit machine.
