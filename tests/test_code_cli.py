@@ -62,3 +62,34 @@ def test_with_namespaces_the_run_records_the_isolated_level(simulated: None, tmp
     sandbox = json.loads((out / "config.json").read_text())["identity"]["task"]["sandbox"]
     assert sandbox["network_isolated"] is True and "net" in sandbox["isolation"]
     assert sandbox["limits"]["wall_seconds"] == 10.0
+
+
+FORGER = (
+    "class Meta(type):\n    def __eq__(cls, other):\n        return True\n    def __hash__(cls):\n"
+    "        return hash(int)\nclass Forged(metaclass=Meta):\n    def __eq__(self, other):\n        return True\n"
+    "    __ne__ = lambda self, other: False\n    __hash__ = object.__hash__\n"
+)
+
+
+class ForgingPolicy(SimulatedCodePolicy):
+    """Answers every problem with one constant: an object that equals anything, of a class whose metaclass says
+    it is `int` (issue 42: it scored 30/30)."""
+
+    def _solution(self, problem: Any) -> str:
+        head = problem.reference.split("\n", 1)[0]
+        return f"```python\n{FORGER}{head}\n    return Forged()\n```"
+
+
+def test_a_forged_answer_scores_nothing_end_to_end(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    async def start(config: Any) -> SimulatedCodePolicy:
+        return ForgingPolicy(SyntheticCodeTask(levels=(1,)), seed=0)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", start)
+    out = tmp_path / "run"
+    assert main([*ARGV, "--out", str(out), "--no-progress"]) == 0
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    executions = [s["execution"] for r in records for s in r["samples"]]
+    assert len(executions) >= 2 and not any(r["correct"] for r in records)
+    assert all(e["status"] == "failed" and "type Forged" in e["reason"] for e in executions), executions
+    sandbox = json.loads((out / "config.json").read_text())["identity"]["task"]["sandbox"]
+    assert sandbox["memory"].startswith("1024 MiB for the whole execution: 128 MiB of address space per process")

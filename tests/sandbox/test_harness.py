@@ -1,4 +1,5 @@
-"""The harness's pieces that need no process: the plain-value guard and the pass message."""
+"""The harness's pieces that need no process: the plain-value guard, the pass message, the lookups and the
+description of an error (none of which may run code of the candidate's)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.sandbox._runner import PASS_TAG, pass_message, plain_copy
+from ttscale.sandbox import Limits
+from ttscale.sandbox._runner import PASS_TAG, _describe, _exact_str_keys, _lookup, pass_message, plain_copy
 
 
 class Yes:
@@ -81,3 +83,98 @@ def test_the_pass_message_is_not_the_secret() -> None:
     message = pass_message(secret)
     assert message.startswith(PASS_TAG) and secret not in message and len(message) == len(PASS_TAG) + 32
     assert pass_message(secret) == message and pass_message(bytes(32)) != message
+
+
+class _SaysEqual(type):
+    """A metaclass whose classes say they equal every type and hash like int (issue 42's forged pass)."""
+
+    calls = 0
+
+    def __eq__(cls, other: object) -> bool:
+        _SaysEqual.calls += 1
+        return True
+
+    def __hash__(cls) -> int:
+        _SaysEqual.calls += 1
+        return hash(int)
+
+
+class Forged(metaclass=_SaysEqual):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("value", [Forged(), [Forged()], {"k": (1, Forged())}], ids=["alone", "in_list", "nested"])
+def test_types_are_compared_by_identity_never_by_their_eq(value: Any) -> None:
+    _SaysEqual.calls = 0
+    with pytest.raises(TypeError, match="type Forged"):
+        plain_copy(value)
+    assert _SaysEqual.calls == 0, "the guard ran the metaclass's __eq__ or __hash__"
+
+
+class _Key(str):
+    """A str subclass that hashes like "check" and says it equals anything."""
+
+    calls = 0
+
+    def __hash__(self) -> int:
+        _Key.calls += 1
+        return hash("check")
+
+    def __eq__(self, other: object) -> bool:
+        _Key.calls += 1
+        return True
+
+
+def test_lookups_compare_only_exact_str_keys() -> None:
+    table: dict[Any, Any] = {"solve": 1, _Key("x"): 3}  # a dict's own lookup of "check" would find 3
+    _Key.calls = 0
+    assert _lookup(table, "check") == (False, None) and _lookup(table, "solve") == (True, 1)
+    _exact_str_keys(table)
+    assert _Key.calls == 0
+    assert list(table) == ["solve"] and type(next(iter(table))) is str
+
+
+class _Loud(Exception):
+    """An exception of the candidate's whose message and class would run its code if the harness asked."""
+
+    ran: list[str] = []  # noqa: RUF012 - a record of calls, written by the methods below
+
+    def __str__(self) -> str:
+        _Loud.ran.append("__str__")
+        return "forged"
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        _Loud.ran.append("__class__")
+        return SyntaxError
+
+
+class _Name:
+    def __repr__(self) -> str:
+        _Loud.ran.append("__repr__")
+        return "name"
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (_Loud("boom"), "_Loud: boom"),
+        (ValueError(_Name()), "ValueError: <the message holds objects of the program's>"),
+        (OSError(5, "I/O error", _Name()), "OSError: (5, 'I/O error')"),
+        (KeyError("k"), "KeyError: 'k'"),
+        (AssertionError((4, [5.0])), "AssertionError: (4, [5.0])"),
+        (AssertionError((4, [_Name()])), "AssertionError: <the message holds objects of the program's>"),
+        (MemoryError(), "MemoryError: memory limit: 64 MiB per process, 512 MiB for the execution"),
+        (OSError(27, "File too large"), "OSError: [Errno 27] File too large: file-size limit of 8 MiB"),
+    ],
+    ids=["own_class", "object_argument", "os_error_filename", "key_error", "plain_tuple", "object_in_tuple",
+         "memory", "file_size"],
+)
+def test_describing_an_error_runs_no_code_of_the_candidates(error: BaseException, reason: str) -> None:
+    _Loud.ran = []
+    limits = Limits(memory_mib=512, processes=8).to_dict()
+    assert _describe(error, {"<program>": "", "<test>": ""}, limits) == reason
+    assert _Loud.ran == []

@@ -116,6 +116,38 @@ CASES = [
          "    __hash__ = object.__hash__\ndef solve(x):\n    return Yes()\n", "failed"),
     Case("int_subclass", "class Int(int):\n    def __eq__(self, other):\n        return True\n"
          "    __hash__ = int.__hash__\ndef solve(x):\n    return Int(0)\n", "failed"),
+    # Issue 42: a class whose metaclass says it equals every type passed the exact-type check (`type(v) in
+    # frozenset(...)` compares with ==), and its always-equal instances then passed every assert.
+    Case("metaclass_equals_every_type", "class Meta(type):\n    def __eq__(cls, other):\n        return True\n"
+         "    def __hash__(cls):\n        return hash(int)\nclass Forged(metaclass=Meta):\n"
+         "    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+         "def solve(x):\n    return Forged()\n", "failed"),
+    Case("metaclass_equals_in_a_list", "class Meta(type):\n    def __eq__(cls, other):\n        return True\n"
+         "    def __hash__(cls):\n        return hash(int)\nclass Forged(metaclass=Meta):\n"
+         "    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+         "def solve(x):\n    return [Forged()]\n", "failed", "def check(candidate):\n    assert candidate(2) == [4]\n"),
+    # The guard asked builtins (`type`, `reversed`) about what the candidate returned: the candidate replaced them
+    # before returning.
+    Case("replaces_type_in_call", "import builtins\nclass Yes:\n    def __eq__(self, other):\n        return True\n"
+         "    __hash__ = object.__hash__\ndef solve(x):\n    builtins.type = lambda value: int\n    return Yes()\n",
+         "failed"),
+    Case("replaces_reversed_in_call", "import builtins\ndef solve(x):\n"
+         "    builtins.reversed = lambda items: iter([x * x])\n    return [x]\n", "failed",
+         "def check(candidate):\n    assert candidate(2) == [4]\n    assert candidate(5) == [25]\n"),
+    # A str subclass key in the module's globals with the hash of "abs": every lookup of `abs` in those globals
+    # (the test's own) called its __eq__, which said "equal" and answered with the candidate's function.
+    Case("globals_key_answers_for_abs", "class Key(str):\n    def __hash__(self):\n        return hash('abs')\n"
+         "    def __eq__(self, other):\n        return True\nglobals()[Key('k')] = lambda x: 0\n" + WRONG, "failed",
+         ABS_TEST),
+    Case("globals_key_answers_for_check", "class Key(str):\n    def __hash__(self):\n        return hash('check')\n"
+         "    def __eq__(self, other):\n        return True\nglobals()[Key('k')] = lambda candidate: None\n" + WRONG,
+         "failed"),
+    # The harness called builtins (range) after the program ran and before restoring them: a replaced range,
+    # called after gc.callbacks was cleared, added a callback that patched abs at every collection of the tests.
+    Case("replaced_range_adds_a_gc_callback", "import builtins, gc\n"
+         "def patch(*args):\n    builtins.abs = lambda x: 0\n"
+         "def rearm(*args):\n    gc.set_threshold(1)\n    gc.callbacks.append(patch)\n    return iter(())\n"
+         "builtins.range = rearm\n" + WRONG, "failed", ABS_TEST),
     Case("settrace_at_import", JUMPER + "sys.settrace(jumper)\n" + WRONG, "failed"),
     Case("settrace_in_call", JUMPER + "import threading\ndef solve(x):\n    threading.settrace(jumper)\n"
          "    frame = sys._getframe(1)\n    while frame:\n        frame.f_trace = jumper\n"
@@ -222,6 +254,14 @@ def test_a_candidate_that_targets_the_harness_can_forge_a_pass(namespaced: Sandb
     program = ("import os\nsecret = os.read(3, 64)\nflip = bytes(range(256)).translate(bytes(b ^ 0xA5 for b in "
                "range(256)))\nos.write(4, b'\\x1eP' + secret.translate(flip))\nos._exit(0)\n")
     assert namespaced.run(program=program, test=SQUARE_TEST, entry_point="solve").passed
+
+
+def test_a_module_global_named_like_a_builtin_changes_what_the_tests_call(namespaced: Sandbox) -> None:
+    """Documented, not defeated (see ttscale.sandbox): the tests run in the program's namespace (HumanEval's
+    semantics), so `def abs(x): return 0` at module level is the `abs` they call; restoring builtins does not
+    touch a module global."""
+    program = "def abs(x):\n    return 0\n" + WRONG
+    assert namespaced.run(program=program, test=ABS_TEST, entry_point="solve").passed
 
 
 def test_hostile_outputs_do_not_reach_the_real_home() -> None:

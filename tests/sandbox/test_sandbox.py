@@ -105,6 +105,9 @@ def test_wrong_types_are_caller_errors(sandbox: Sandbox) -> None:
         ({"wall_seconds": float("inf")}, "wall_seconds must be a finite number of seconds, got inf"),
         ({"cpu_seconds": True}, "cpu_seconds must be a finite number of seconds, got True"),
         ({"memory_mib": 16}, "memory_mib must be >= 64, got 16"),
+        ({"memory_mib": 256}, r"memory_mib must be >= 64 MiB per process \(512 for 8 processes\), got 256"),
+        ({"memory_mib": 1024, "processes": 32}, r"memory_mib must be >= 64 MiB per process \(2048 for 32 processes\), "
+         "got 1024"),
         ({"processes": 0}, "processes must be >= 1, got 0"),
         ({"file_mib": 1.5}, "file_mib must be an int, got 1.5"),
         ({"open_files": 8}, "open_files must be >= 16, got 8"),
@@ -122,10 +125,13 @@ def test_execution_and_config_are_plain_data(sandbox: Sandbox) -> None:
     with pytest.raises(ValueError, match="status must be one of"):
         Execution(status="ok", reason="", seconds=0)  # type: ignore[arg-type]
     config = sandbox.config()
-    assert set(config) == {"isolation", "network_isolated", "limits"}
+    assert set(config) == {"isolation", "network_isolated", "memory", "limits"}
     assert config["limits"] == TEST_LIMITS.to_dict() and json.loads(json.dumps(config)) == config
     if sandbox.network_isolated:
-        assert config["isolation"].startswith("user, pid, net, mount namespaces; read-only filesystem")
+        assert config["isolation"].startswith("user, pid, net, mount, IPC namespaces; read-only filesystem")
+        assert "its own session keyring; seccomp:" in config["isolation"]
+        assert config["memory"].startswith("512 MiB for the whole execution: 64 MiB of address space per process "
+                                           "(RLIMIT_AS) x 8 processes and threads")
 
 
 @pytest.mark.usefixtures("no_strays")
@@ -243,6 +249,35 @@ def test_the_degraded_level_still_limits_and_cleans_up(tmp_path: Path) -> None:
     assert execution.passed, execution
     assert not Path(execution.output.strip()).exists()  # the host temp dir is removed
     assert not sandbox_processes(since, marker)
+
+
+@pytest.mark.parametrize(
+    ("program", "reason"),
+    [
+        ("hog = []\nwhile True:\n    hog.append(bytearray(10**6))\n",
+         "memory limit: 64 MiB per process, 512 MiB for the execution"),
+        ("open('big', 'wb').write(b'x' * 9 * 2**20)\n", "8 MiB"),  # the file-size limit or the tmpfs, first hit
+        ("files = [open('/dev/null') for _ in range(100)]\n", "open-file limit of 64"),
+        ("import threading, time\nfor _ in range(20):\n    threading.Thread(target=time.sleep, args=(1,)).start()\n",
+         "process limit: 8 processes and threads"),
+    ],
+    ids=["memory", "file_size", "open_files", "threads"],
+)
+def test_a_limited_execution_names_its_limit(program: str, reason: str, sandbox: Sandbox) -> None:
+    execution = sandbox.run(program=program, test="")
+    assert execution.status == "crashed" and reason in execution.reason, execution
+    assert "\n" not in execution.reason
+
+
+@pytest.mark.usefixtures("no_strays")
+def test_the_degraded_level_limits_file_size() -> None:
+    """Without namespaces no tmpfs bounds the temp dir: only RLIMIT_FSIZE stops a large file (on the host's disk)."""
+    program = "import os\nprint(os.getcwd(), flush=True)\nopen('big', 'wb').write(b'x' * 9 * 2**20)\n"
+    execution = sandbox_module.execute("rlimits", TEST_LIMITS, program, "", None)
+    assert execution.status == "crashed", execution
+    assert execution.reason.startswith("OSError: [Errno 27] File too large (program line 3"), execution
+    assert execution.reason.endswith(": file-size limit of 8 MiB"), execution
+    assert not Path(execution.output.strip()).exists()
 
 
 def test_humaneval_reference_solutions_pass_and_empty_ones_fail(sandbox: Sandbox, shared_data: Path) -> None:

@@ -7,16 +7,18 @@ execution.
 
 Order of events for the "namespaces" level:
 
-1. the supervisor, before anything else: `enter_namespaces` gives it new user, pid and net namespaces
+1. the supervisor, before anything else: `enter_namespaces` gives it new user, pid, net and IPC namespaces
    (its next child is pid 1 of the new pid namespace). As root, a helper forked before the `unshare` writes
    the uid/gid maps, mapping the candidate's uid 1000 to `nobody` (65534): a root-owned kernel uid would
-   ignore RLIMIT_NPROC. Otherwise the supervisor maps its own uid to 1000 inside.
+   ignore RLIMIT_NPROC. Otherwise the supervisor maps its own uid to 1000 inside. `_hardening.bound_ipc` then
+   bounds the new IPC namespace.
 2. pid 1 forks the candidate's process (pid 2) at once and stays its init (`_supervisor._be_init`).
 3. the candidate's process, `confine`: a mount namespace of its own, a minimal read-only root (the Python
    installation, /usr and the /lib* and /bin links, four /dev nodes, its own /proc) and an empty writable
    tmpfs at /tmp; the old root is detached; nested user namespaces are disallowed; it becomes uid 1000, drops
    every capability, sets no_new_privs.
-4. `set_limits`: rlimits, last, so that the set-up itself is not limited.
+4. `_hardening.harden`: a session keyring of its own, then the seccomp filter.
+5. `set_limits`: rlimits, last, so that the set-up itself is not limited.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -92,6 +95,10 @@ class Libc:
         array = type("Words", (self._ctypes.Array,), {"_type_": self._word, "_length_": len(values)})
         return array(*values)
 
+    def address(self, array: Any) -> int:
+        """Where a `words` array lives (for a struct that points at another)."""
+        return int(self._ctypes.addressof(array))
+
 
 def load_libc() -> Libc:
     return Libc()
@@ -114,15 +121,18 @@ def _write(path: str, text: str) -> None:
 
 
 def enter_namespaces(libc: Libc) -> int | None:
-    """New user, pid (for the next child) and net namespaces for this process, and their uid/gid maps.
+    """New user, pid (for the next child), net and IPC namespaces for this process, and their uid/gid maps.
+
+    The IPC namespace gives the candidate SysV shared memory, message queues, semaphores and POSIX message
+    queues of its own: the host's are out of reach, and the kernel destroys the candidate's with the namespace.
 
     Returns None when the maps are written, or (as root) the read end of a pipe that says b"k" once a helper
     has written them: `confine` waits for it, so this process and the helper are not waiting on each other.
     """
-    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
     if os.geteuid() != 0:
         uid, gid = os.getuid(), os.getgid()
-        _check(libc, libc.unshare(flags), "unshare(user, pid, net)")
+        _check(libc, libc.unshare(flags), "unshare(user, pid, net, ipc)")
         # An unprivileged process may map only its own ids, and only once setgroups is denied.
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{CANDIDATE_ID} {uid} 1")
@@ -151,7 +161,7 @@ def enter_namespaces(libc: Libc) -> int | None:
     os.close(go_write)
     if unshared != 0:
         os.close(done_read)
-        raise IsolationError(f"unshare(user, pid, net): {os.strerror(errno)}")
+        raise IsolationError(f"unshare(user, pid, net, ipc): {os.strerror(errno)}")
     return done_read  # the helper is never waited for: a zombie until this process ends costs nothing
 
 
@@ -268,6 +278,12 @@ def _user_tasks() -> int:
     return count
 
 
+def per_process_mib(limits: dict[str, Any]) -> int:
+    """Each process's address space (RLIMIT_AS): the execution's memory shared out among as many processes as it
+    may have, so that together they stay within `memory_mib` (RLIMIT_AS alone bounds one process only)."""
+    return int(limits["memory_mib"] // limits["processes"])
+
+
 def set_limits(limits: dict[str, Any], *, counted_elsewhere: int | None) -> None:
     """The execution's rlimits, set on this process (inherited by every process it starts).
 
@@ -278,7 +294,7 @@ def set_limits(limits: dict[str, Any], *, counted_elsewhere: int | None) -> None
     import resource
 
     cpu = max(1, int(-(-limits["cpu_seconds"] // 1)))  # the kernel counts whole seconds: round up
-    memory = limits["memory_mib"] * 2**20
+    memory = per_process_mib(limits) * 2**20
     files = limits["file_mib"] * 2**20
     tasks = limits["processes"] + (counted_elsewhere if counted_elsewhere is not None else _user_tasks())
     for which, soft, hard in (

@@ -28,12 +28,26 @@ MESSAGE = b"\x1e"
 """Starts every message on the result fd; the kind follows (P pass, F failed, C crashed, S set-up error)."""
 PASS_TAG = MESSAGE + b"P"
 _FLIP = bytes(range(256)).translate(bytes((value ^ 0xA5) for value in range(256)))
-_PLAIN = frozenset({int, float, complex, bool, str, bytes, type(None)})
-_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+# Tuples searched by identity (`_one_of`), never with `in`: a frozenset or tuple lookup calls `__hash__` and
+# `__eq__`, and the candidate's metaclass could answer "equal" for its own class (a forged pass, issue 42).
+_PLAIN = (int, float, complex, bool, str, bytes, type(None))
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+# Bound when the harness loads: the candidate function, called by the tests, may replace builtins.type before
+# it returns (the guard below must not ask the candidate's `type` what it returned).
+_type, _dict, _reversed = type, dict, reversed
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (the candidate's), not a builtin
 _CODE: Any = type(compile("", "", "exec"))  # types.CodeType, without importing types
 _FUNCTION: Any = type(lambda: None)  # types.FunctionType
 _MAX_DEPTH = 100
 _REASON_CHARS = 500
+
+
+def _one_of(kind: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether `kind` is one of `kinds`, by identity: no code of the candidate's runs."""
+    for each in kinds:  # noqa: SIM110 - not any(): a builtin the candidate function may replace while it runs
+        if kind is each:
+            return True
+    return False
 
 
 def pass_message(secret: bytes) -> bytes:
@@ -44,23 +58,24 @@ def pass_message(secret: bytes) -> bytes:
 def plain_copy(value: Any) -> Any:
     """A copy of `value` if it is a plain builtin value, by exact type (no subclasses), nested at most 100 deep.
 
-    Checking exact types never runs code of the candidate's (no `__eq__`, `__hash__` or `__iter__` of its own).
+    Checking exact types by identity never runs code of the candidate's (no `__eq__`, `__hash__` or `__iter__` of
+    its own, nor its metaclass's).
     """
-    if type(value) in _PLAIN:
+    kind = _type(value)
+    if _one_of(kind, _PLAIN):
         return value
-    kind = type(value)
-    if kind not in _CONTAINERS:
+    if not _one_of(kind, _CONTAINERS):
         raise TypeError(f"the candidate returned an object of type {_type_name(kind)}: only plain builtin values")
     # Iterative, so a deep or self-containing value meets the depth bound, not the recursion limit.
     root: list[Any] = []
     stack: list[tuple[Any, list[Any], int]] = [(value, root, 0)]
     while stack:
         item, out, depth = stack.pop()
-        kind = type(item)
-        if kind in _PLAIN:
+        kind = _type(item)
+        if _one_of(kind, _PLAIN):
             out.append(item)
             continue
-        if kind not in _CONTAINERS:
+        if not _one_of(kind, _CONTAINERS):
             raise TypeError(f"the candidate returned a value holding an object of type {_type_name(kind)}: "
                             "only plain builtin values")
         if depth >= _MAX_DEPTH:
@@ -83,33 +98,87 @@ class _Node:
 
 
 def _rebuild(node: Any) -> Any:
-    if type(node) is not _Node:
+    if _type(node) is not _Node:
         return node
-    items = [_rebuild(child) for child in reversed(node.children)]
-    return dict(items) if node.kind is dict else node.kind(items)
+    items = [_rebuild(child) for child in _reversed(node.children)]
+    return _dict(items) if node.kind is _dict else node.kind(items)
 
 
 def _type_name(kind: type) -> str:
     # The C-level getter: a metaclass cannot run code for it.
-    name = type.__dict__["__name__"].__get__(kind)
-    return name if type(name) is str else "value"
+    name = _type.__dict__["__name__"].__get__(kind)
+    return name if _type(name) is str else "value"
 
 
-def _describe(error: BaseException, sources: dict[str, str]) -> str:
-    """`Type: message (where)`, one line; `where` is the innermost line of the program or the test."""
+def _field(owner: type, name: str, error: BaseException) -> Any:
+    """An exception's field read through the builtin class's own descriptor: no property of the candidate's runs."""
+    return owner.__dict__[name].__get__(error)
+
+
+def _message(error: BaseException) -> str:
+    """The exception's message, formatted by builtin code from plain values only (else a placeholder)."""
+    kind = type(error)
+    if issubclass(kind, SyntaxError):  # the C-level subtype test: no __subclasscheck__ of the candidate's runs
+        message = _field(SyntaxError, "msg", error)
+        return message if type(message) is str else ""
+    args = _field(BaseException, "args", error)
+    if not _is_plain(args):
+        return "<the message holds objects of the program's>"
+    builtin = not type.__dict__["__flags__"].__get__(kind) & _HEAP_TYPE
+    if builtin and issubclass(kind, OSError):  # OSError's text also shows its file names
+        builtin = _is_plain((_field(OSError, "filename", error), _field(OSError, "filename2", error)))
+    # A builtin class's own __str__ over plain values runs no code of the candidate's; a class of its own may
+    # override __str__, so its message is made from the arguments only.
+    return str(error) if builtin else BaseException.__str__(error)
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether `value` is plain builtin values only (whose repr and str run no code of the candidate's)."""
     try:
-        message = error.msg if isinstance(error, SyntaxError) else str(error)
+        plain_copy(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _limit_hit(error: BaseException, limits: dict[str, Any]) -> str:
+    """Which limit an error reports, if it is one of the sandbox's (else "")."""
+    kind = type(error)
+    if kind is MemoryError:
+        total, processes = limits["memory_mib"], limits["processes"]
+        return f"memory limit: {total // processes} MiB per process, {total} MiB for the execution"
+    if issubclass(kind, RuntimeError) and _message(error) == "can't start new thread":
+        return f"process limit: {limits['processes']} processes and threads"
+    if issubclass(kind, OSError):
+        errno = _field(OSError, "errno", error)
+        if errno == 27:  # EFBIG
+            return f"file-size limit of {limits['file_mib']} MiB"
+        if errno == 28:  # ENOSPC
+            return f"temporary directory of {limits['file_mib']} MiB full"
+        if errno == 24:  # EMFILE
+            return f"open-file limit of {limits['open_files']}"
+    return ""
+
+
+def _describe(error: BaseException, sources: dict[str, str], limits: dict[str, Any] | None = None) -> str:
+    """`Type: message (where)`, one line; `where` is the innermost line of the program or the test, then which
+    limit the error reports, if any. Reads the exception through the builtin classes' own descriptors."""
+    try:
+        message = _message(error)
     except BaseException:
         message = "<the message could not be formatted>"
     name = _type_name(type(error))
     text = f"{name}: {message}" if message else name
     where = ""
-    if isinstance(error, SyntaxError) and error.filename in sources and error.lineno:
-        where = f"{error.filename[1:-1]} line {error.lineno}"
-    tb, innermost = error.__traceback__, None
+    if issubclass(type(error), SyntaxError):
+        filename, lineno = _field(SyntaxError, "filename", error), _field(SyntaxError, "lineno", error)
+        if type(filename) is str and filename in sources and type(lineno) is int and lineno:
+            where = f"{filename[1:-1]} line {lineno}"
+    tb, innermost = _field(BaseException, "__traceback__", error), None
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename in sources:
-            innermost = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        filename = tb.tb_frame.f_code.co_filename
+        if type(filename) is str and filename in sources:
+            innermost = (filename, tb.tb_lineno)
         tb = tb.tb_next
     if innermost is not None:
         filename, number = innermost
@@ -118,8 +187,36 @@ def _describe(error: BaseException, sources: dict[str, str]) -> str:
         where = f"{filename[1:-1]} line {number}" + (f": {line}" if line else "")
     if where:
         text = f"{text} ({where})"
+    limit = _limit_hit(error, limits) if limits is not None else ""
+    if limit:
+        text = f"{text}: {limit}"
     text = " ".join(text.split())
     return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
+
+
+def _exact_str_keys(table: dict[Any, Any]) -> None:
+    """Drop the keys of `table` that are not exact str, without hashing or comparing them.
+
+    A str subclass of the candidate's, with the hash of "abs", would have its `__eq__` called by every lookup
+    of "abs" in that dict (the tests' own name lookups, the harness's), and could answer for it."""
+    items = list(table.items())
+    for key, _value in items:
+        if type(key) is not str:
+            break
+    else:
+        return
+    table.clear()  # then only exact str keys go back: their lookups compare str with str
+    for key, value in items:
+        if type(key) is str:
+            table[key] = value
+
+
+def _lookup(table: dict[Any, Any], name: str) -> tuple[bool, Any]:
+    """`(found, value)` for the exact str key `name`, comparing it only with exact str keys."""
+    for key, value in list(table.items()):  # a copy: a thread of the candidate's may change the dict meanwhile
+        if type(key) is str and key == name:
+            return True, value
+    return False, None
 
 
 def run(job: dict[str, Any]) -> NoReturn:
@@ -137,7 +234,9 @@ def run(job: dict[str, Any]) -> NoReturn:
     for hook in ("excepthook", "unraisablehook", "displayhook"):
         startup_streams[hook] = sys_dict[f"__{hook}__"]
     signals = modules["_signal"]
+    every, is_callable = range, callable  # used before the builtins are restored for the last time
     program, test, entry = job["program"], job["test"], job["entry_point"]
+    limits = job["limits"]
     sources = {"<program>": program, "<test>": test}
     testing = [False]
 
@@ -161,6 +260,12 @@ def run(job: dict[str, Any]) -> NoReturn:
             pass
         flush()
         exit_(1)
+
+    def restore_builtins() -> None:
+        # Whole, by the dict's own methods: no name lookup (and no key of the program's) is involved. Only once
+        # no handler of the program's is left to run while the dict is empty.
+        builtins_dict.clear()
+        builtins_dict.update(startup_builtins)
 
     def deliver() -> NoReturn:
         # Called only right after check(...) or the test source returned: the tests passed.
@@ -187,9 +292,13 @@ def run(job: dict[str, Any]) -> NoReturn:
     except SystemExit:
         raise  # the process ends without the pass: "exited N without the harness's pass"
     except BaseException as error:
-        report(b"C", _describe(error, sources))
+        # The report is made with the harness's builtins, not ones the program replaced. One C call: a signal
+        # handler of the program's may still run between two bytecodes here, and must not find them half-made.
+        builtins_dict.update(startup_builtins)
+        report(b"C", _describe(error, sources, limits))
 
-    # Undo what the program's module code changed that the tests would otherwise run under.
+    # Undo what the program's module code changed that the tests would otherwise run under. Until the builtins
+    # are restored (last: a finalizer or handler may patch them), the harness calls no builtin by name.
     gc_callbacks.clear()
     gc_collect()  # the candidate's pending finalizers run now, not inside the tests
     gc_callbacks.clear()  # (and any callback they added)
@@ -201,47 +310,49 @@ def run(job: dict[str, Any]) -> NoReturn:
     signals.alarm(0)
     for timer in (signals.ITIMER_REAL, signals.ITIMER_VIRTUAL, signals.ITIMER_PROF):
         signals.setitimer(timer, 0)
-    for signum in range(1, signals.NSIG):
+    for signum in every(1, signals.NSIG):
         try:
             handler = signals.getsignal(signum)
-            if callable(handler) and handler is not signals.default_int_handler:
+            if is_callable(handler) and handler is not signals.default_int_handler:
                 signals.signal(signum, signals.SIG_DFL)
         except (OSError, ValueError):
             continue
-    for name in [name for name in builtins_dict if name not in startup_builtins]:
-        del builtins_dict[name]
-    builtins_dict.update(startup_builtins)
-    for name in [name for name in modules if name not in startup_modules]:
-        del modules[name]  # the tests import fresh modules, not ones the candidate patched
+    restore_builtins()
+    modules.clear()  # the tests import fresh modules, not ones the candidate patched
     modules.update(startup_modules)
+    _exact_str_keys(sys_dict)
     sys_dict.update({name: type(value)(value) for name, value in startup_sys.items()}, **startup_streams)
+    # Only exact str keys stay in the namespace the tests run in: no lookup of theirs calls the program's code.
+    _exact_str_keys(namespace)
     namespace["__builtins__"] = builtins
 
     if entry is None or not defines_check:
         # The test source's top-level asserts are the tests (calling the candidate by its name, guarded).
         if entry is not None:
-            if entry not in namespace:
+            found, function = _lookup(namespace, entry)
+            if not found:
                 report(b"F", f"NameError: name {entry!r} is not defined by the program")
-            namespace[entry] = _guarded(namespace[entry])
+            namespace[entry] = _guarded(function)
         try:
             exec(test_code, namespace)
         except BaseException as error:
-            report(b"F", _describe(error, sources))
+            report(b"F", _describe(error, sources, limits))
         deliver()
     try:
         exec(test_code, namespace)
     except BaseException as error:
-        report(b"F", f"the test source raised {_describe(error, sources)}")
-    check: Any = namespace.get("check")
+        report(b"F", f"the test source raised {_describe(error, sources, limits)}")
+    check: Any = _lookup(namespace, "check")[1]
     if type(check) is not _FUNCTION or not any(check.__code__ is code for code in test_functions):
         report(b"F", "check is not the test source's own function (the program replaced it)")
-    if entry not in namespace:
+    found, function = _lookup(namespace, entry)
+    if not found:
         report(b"F", f"NameError: name {entry!r} is not defined by the program")
-    candidate = _guarded(namespace[entry])
+    candidate = _guarded(function)
     try:
         check(candidate)
     except BaseException as error:
-        report(b"F", _describe(error, sources))
+        report(b"F", _describe(error, sources, limits))
     deliver()
 
 

@@ -1,9 +1,10 @@
 """The sandbox's supervisor: the process ttscale starts for one execution (`python -I -S -c STUB`).
 
-Not imported by ttscale. `sandbox.py` sends the compiled code of `_isolation.py`, `_runner.py` and this file
-on stdin, with the job; the stub executes the three in one namespace and calls `main(job)`. The supervisor
-isolates itself (`enter_namespaces`) and forks pid 1 of the new pid namespace, which confines itself and forks
-the candidate's process (pid 2, running `_runner.run`), staying its init. The supervisor watches: it keeps the
+Not imported by ttscale. `sandbox.py` sends the compiled code of `_isolation.py`, `_hardening.py`, `_runner.py`
+and this file on stdin, with the job; the stub executes the four in one namespace and calls `main(job)`. The
+supervisor isolates itself (`enter_namespaces`, `bound_ipc`) and forks pid 1 of the new pid namespace, which
+confines itself and forks the candidate's process (pid 2: `harden`, limits, then `_runner.run`), staying its
+init. The supervisor watches: it keeps the
 first `output_kib` of the output and drops the rest, kills pid 1 (so the whole namespace) at the wall-clock
 limit, checks the pass message against the secret it created after the fork, and answers ttscale on stdout:
 `status NUL reason NUL dropped-bytes NUL output`. The candidate cannot see or signal this process (it is
@@ -22,6 +23,7 @@ TYPE_CHECKING = False  # typing takes 20 ms to import; names below come from the
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+    from ttscale.sandbox._hardening import bound_ipc, harden
     from ttscale.sandbox._isolation import (
         IsolationError,
         become_subreaper,
@@ -42,6 +44,7 @@ _SIGNAL_NAMES = {
 _DRAIN_SECONDS = 0.5  # how long output is still read after the candidate's process ended (bare level only)
 _RESULT_BYTES = 65536  # a failure report is one line: more is dropped
 _PR_SET_DUMPABLE = 4
+_M_ARENA_MAX = -8
 
 
 def main(job: dict[str, Any]) -> None:
@@ -49,11 +52,13 @@ def main(job: dict[str, Any]) -> None:
     host_root = os.geteuid() == 0
     libc: Any = None
     maps_done = None
+    ipc_bounded = False  # the candidate's IPC namespace has small bounds (else SysV IPC is refused)
     try:
         if level != "bare":
             libc = load_libc()
         if level == "namespaces":
             maps_done = enter_namespaces(libc)
+            ipc_bounded = bound_ipc(limits["file_mib"])
         elif level == "rlimits":
             become_subreaper(libc)
     except (OSError, IsolationError) as error:
@@ -68,7 +73,7 @@ def main(job: dict[str, Any]) -> None:
     if child == 0:  # pragma: no cover - the candidate's process
         for fd in (secret_write, result_read, output_read, status_read):
             os.close(fd)
-        _start_candidate(job, libc, supervisor, host_root, maps_done,
+        _start_candidate(job, libc, supervisor, host_root, maps_done, ipc_bounded,
                          (secret_read, result_write, output_write, status_write))
     for fd in (secret_read, result_write, output_write, status_write) + ((maps_done,) if maps_done is not None else ()):
         os.close(fd)
@@ -90,7 +95,7 @@ def main(job: dict[str, Any]) -> None:
 
 
 def _start_candidate(job: dict[str, Any], libc: Any, supervisor: int, host_root: bool, maps_done: int | None,
-                     pipes: tuple[int, int, int, int]) -> NoReturn:
+                     ipc_bounded: bool, pipes: tuple[int, int, int, int]) -> NoReturn:
     level = job["level"]
     secret_read, result_write, output_write, status_write = pipes
     report_fd = result_write  # where a set-up error goes: the result pipe, wherever it is at the time
@@ -122,6 +127,9 @@ def _start_candidate(job: dict[str, Any], libc: Any, supervisor: int, host_root:
         report_fd = RESULT_FD
         os.closerange(RESULT_FD + 1, 1 << 20)
         if level != "bare":
+            harden(libc, refuse_sysv=not ipc_bounded)
+            # One malloc arena: each thread's own would reserve 64 MiB of the address space its process may use.
+            libc.mallopt(_M_ARENA_MAX, 1)
             # RLIMIT_NPROC counts, besides the candidate's processes, those sharing its (user namespace, uid):
             # its init and the supervisor, unless root mapped the candidate to nobody.
             counted = (0 if host_root else 2) if level == "namespaces" else None

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+MIN_PROCESS_MIB = 64
+"""The least address space per process (`memory_mib // processes`): Python itself takes about 15 MiB."""
 Status = Literal["passed", "failed", "timeout", "crashed", "refused"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "timeout", "crashed", "refused")
 
@@ -28,11 +30,13 @@ class Limits:
     """CPU time per process (RLIMIT_CPU; the kernel counts whole seconds, so it is rounded up): SIGXCPU, then
     SIGKILL a second later (status `timeout`)."""
     memory_mib: int = 1024
-    """Address space per process (RLIMIT_AS), in MiB: allocations past it fail (MemoryError)."""
+    """Memory of the whole execution, in MiB: each process's address space (RLIMIT_AS) is `memory_mib //
+    processes`, so that all the processes it may have together stay within it; allocations past a process's
+    share fail (MemoryError, and the reason names the limit). At least 64 MiB per process."""
     file_mib: int = 8
     """The largest file a process may write (RLIMIT_FSIZE), in MiB; with namespaces also the size of the
     candidate's temporary directory (a tmpfs)."""
-    processes: int = 16
+    processes: int = 8
     """Processes and threads the candidate may have at once, its first process included (RLIMIT_NPROC in the
     execution's own user namespace; without namespaces, added to what the user already runs, and not enforced
     for root)."""
@@ -55,9 +59,22 @@ class Limits:
                 raise ValueError(f"{name} must be an int, got {value!r}")
             if value < least:
                 raise ValueError(f"{name} must be >= {least}, got {value!r}")
+        if self.memory_mib // self.processes < MIN_PROCESS_MIB:
+            least = MIN_PROCESS_MIB * self.processes
+            raise ValueError(f"memory_mib must be >= {MIN_PROCESS_MIB} MiB per process ({least} for {self.processes} "
+                             f"processes), got {self.memory_mib}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def memory_cap(self, *, processes_capped: bool) -> str:
+        """How the whole execution's memory is capped, for a run's config (`processes_capped`: whether
+        RLIMIT_NPROC binds, which it does not for root without a user namespace)."""
+        share = f"{self.memory_mib // self.processes} MiB of address space per process (RLIMIT_AS)"
+        if not processes_capped:
+            return f"{share}; no cap on the whole execution (root without namespaces: RLIMIT_NPROC does not bind)"
+        return (f"{self.memory_mib} MiB for the whole execution: {share} x {self.processes} processes and threads "
+                "(RLIMIT_NPROC); SysV shared memory and message queues bounded in its IPC namespace")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -32,16 +32,18 @@ LEVELS = ("namespaces", "rlimits", "bare")
 """What an execution gets, most isolated first: the order the sandbox degrades in. `bare` (no isolation, no
 limits but the wall clock) is for measuring the sandbox's overhead only; `Sandbox` never picks it."""
 ISOLATION = {
-    "namespaces": "user, pid, net, mount namespaces; read-only filesystem (a minimal root: the Python "
+    "namespaces": "user, pid, net, mount, IPC namespaces; read-only filesystem (a minimal root: the Python "
     "installation, /usr, /dev/null, zero, random, urandom and its own /proc); an empty tmpfs as cwd, HOME and "
-    "TMPDIR; uid 1000 without capabilities; rlimits",
+    "TMPDIR; uid 1000 without capabilities; its own session keyring; seccomp: keyring calls, io_uring, "
+    "memfd_create and address families but unix, inet, inet6, netlink refused; rlimits",
     "rlimits": "none: rlimits, own session and process group, orphans killed (subreaper), a host temp dir as cwd, "
-    "HOME and TMPDIR; the network and the host's files are reachable",
+    "HOME and TMPDIR; its own session keyring; seccomp as with namespaces, SysV shared memory and message queues "
+    "refused too; the network and the host's files are reachable, and so are the host's IPC objects",
     "bare": "none (benchmark baseline): no isolation, no limits but the wall clock",
 }
 MAX_SOURCE_BYTES = 1 << 20
 _GRACE_SECONDS = 5.0  # how much longer than the wall-clock limit the supervisor may take before it is killed
-_HARNESS = ("_isolation.py", "_runner.py", "_supervisor.py")
+_HARNESS = ("_isolation.py", "_hardening.py", "_runner.py", "_supervisor.py")
 _MARKER = "ttscale-sandbox"  # in every supervisor's and candidate's command line
 _STUB = (
     "import marshal,sys\n"
@@ -251,8 +253,9 @@ class Sandbox:
 
     def config(self) -> dict[str, Any]:
         """What a run's config.json records about the sandbox."""
+        capped = self.network_isolated or os.geteuid() != 0
         return {"isolation": self.isolation, "network_isolated": self.network_isolated,
-                "limits": self.limits.to_dict()}
+                "memory": self.limits.memory_cap(processes_capped=capped), "limits": self.limits.to_dict()}
 
     def run(self, *, program: str, test: str, entry_point: str | None = None) -> Execution:
         """Run `program`, then `test` (and `check(entry_point)` if the test defines check). Blocking, thread-safe;
