@@ -236,6 +236,7 @@ async def run_problems(
     async def one(problem: Problem) -> None:
         nonlocal warned
         async with semaphore:
+            tracker.problem_started()
             record = await solver(problem)
         await commit.append(record)  # durable before the problem counts as done
         if record.get("unfinished"):
@@ -247,9 +248,10 @@ async def run_problems(
             print(f"ttscale: warning: {cut} of {samples} final samples of problem {problem.id} stopped at a length "
                   f"limit (max_tokens or max_model_len), so their answers may be cut; summary.json counts them "
                   f"(cut_samples)", file=progress_file, flush=True)
+        tokens = int((record.get("ledger") or {}).get("generated_tokens", 0))
         if not live:  # the solver ran elsewhere (a Ray worker): its tokens are counted when it is done
-            tracker.add_tokens(int((record.get("ledger") or {}).get("generated_tokens", 0)))
-        tracker.problem_done()
+            tracker.add_tokens(tokens)
+        tracker.problem_done(generated_tokens=tokens)
 
     tasks = [asyncio.ensure_future(one(p)) for p in todo]
     try:
