@@ -115,6 +115,7 @@ def test_a_stop_during_code_grading_ends_the_executions_and_exits_within_seconds
     sent = time.monotonic()
     proc.send_signal(signum)
     took, lines = _finish(proc, sent)
+    print(f"stop during grading: {signum.name} to exit {took:.2f} s")
     assert not _gone(running), "executions left running after the stop"
     assert proc.returncode == code, lines[-20:]
     assert lines[-1].startswith(f"ttscale: stopped by {signum.name}; 1 finished problems are saved"), lines[-5:]
@@ -137,6 +138,7 @@ def test_a_second_ctrl_c_is_immediate_whatever_the_first_still_waits_for(tmp_pat
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     took, lines = _finish(proc, sent)
+    print(f"second Ctrl-C to exit {took:.2f} s")
     assert proc.returncode == 130 and took < 3, (proc.returncode, took, lines[-5:])
     assert lines[-1] == f"ttscale: stopped by SIGINT (a second stop: ended at once); continue with --resume {out}"
     assert not _gone(left), "processes of the run left after the second Ctrl-C"
@@ -155,6 +157,7 @@ def test_a_signal_to_the_process_alone_during_the_engine_start_stops_it_within_s
     sent = time.monotonic()
     proc.send_signal(signum)  # to the main process alone, as a scheduler or `kill PID` sends it
     took, lines = _finish(proc, sent)
+    print(f"stop during the start: {signum.name} to exit {took:.2f} s")
     assert not _gone(core), "the engine's process outlived the stop"
     assert proc.returncode == code and lines == [f"ttscale: stopped by {signum.name}"], (took, lines[-5:])
     assert took < 10, f"{took:.1f} s from {signum.name} to exit"
