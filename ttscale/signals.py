@@ -4,9 +4,10 @@ A cluster's scheduler preempts with SIGTERM; left to Python's default, SIGTERM k
 once and vLLM's engine processes run on, holding their GPUs (observed: EngineCore and Worker at
 100% CPU after the parent died). Here both signals cancel the run's main task, so every `finally`
 on the way out runs: the engine is shut down and the run directory closed. Whatever a crashed
-shutdown still leaves behind is ended by `end_children`. vLLM's engine start blocks the event loop,
-so a signal that arrives during it takes effect when the start returns (interrupting the start from
-a signal handler was tried: vLLM then waited out its 600 s engine-ready timeout).
+shutdown still leaves behind is ended by `end_children`; a second signal ends the process at once.
+vLLM's engine start blocks the event loop, so the loop sees a signal only when the start returns
+(interrupting the start from a signal handler was tried: vLLM then waited out its 600 s engine-ready
+timeout); `NoteStops.starting` therefore ends the start's processes, which makes the start fail at once.
 
 Ctrl-C in a terminal, and a scheduler that signals the whole job, reach vLLM's engine process too:
 it exits, and the start fails with vLLM's "Engine core initialization failed" before the loop ever
