@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-from ttscale.evals.base import Message
+from ttscale.evals.base import GeneratedProblems, Message, count_option
 from ttscale.evals.extract import Extraction, extract
 from ttscale.schema import Problem
 
@@ -89,28 +89,29 @@ class ArithmeticTask:
         self, levels: str | tuple[int, ...] = (1, 2, 3, 4, 5), *, per_level: int = 100, seed: int = 0
     ):
         self.levels = parse_levels(levels) if isinstance(levels, str) else tuple(levels)
-        if per_level < 1:
-            raise ValueError(f"per_level must be ≥ 1, got {per_level}")
-        self.per_level = per_level
+        self.per_level = count_option("per_level", per_level)
         self.seed = seed
+        self._problems: GeneratedProblems | None = None
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> GeneratedProblems:
+        """Made on demand (see `GeneratedProblems`): a run's `--limit` makes only the problems it asks."""
+        if self._problems is None:
+            self._problems = GeneratedProblems(self.per_level * len(self.levels), self._generate)
+        return self._problems
+
+    def _generate(self) -> Iterator[Problem]:
         # Interleaved by level, so `--limit 20` over levels 1-5 asks 4 of each.
         rngs = {level: random.Random(f"arithmetic-{self.seed}-{level}") for level in self.levels}
-        out = []
         for i in range(self.per_level):
             for level in self.levels:
                 expression, value = LEVELS[level][1](rngs[level])
-                out.append(
-                    Problem(
-                        id=f"arith-L{level}-{i:04d}",
-                        question=PROMPT.format(expression=expression),
-                        reference=str(value),
-                        level=level,
-                        meta={"expression": expression},
-                    )
+                yield Problem(
+                    id=f"arith-L{level}-{i:04d}",
+                    question=PROMPT.format(expression=expression),
+                    reference=str(value),
+                    level=level,
+                    meta={"expression": expression},
                 )
-        return out
 
     def messages(self, problem: Problem) -> list[Message]:
         return [{"role": "user", "content": problem.question}]

@@ -27,6 +27,7 @@ import ast
 import re
 import textwrap
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ttscale.evals.base import Message
@@ -232,7 +233,7 @@ class CodeTask:
         raise NotImplementedError
 
     # -- the Task protocol ----------------------------------------------------------------------------
-    def problems(self) -> list[Problem]:
+    def problems(self) -> Sequence[Problem]:
         if self._problems is None:
             self._problems = self._load()
         return list(self._problems)

@@ -16,10 +16,12 @@ that computes the expected values; the tests check that the two agree through th
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from ttscale.evals import code_specs, code_specs_hard
 from ttscale.evals.arithmetic import parse_levels
+from ttscale.evals.base import GeneratedProblems, count_option
 from ttscale.evals.code import CodeTask, code_problem
 from ttscale.schema import Problem
 
@@ -54,22 +56,28 @@ class SyntheticCodeTask(CodeTask):
         self.levels = parse_levels(levels, allowed=FAMILIES, task="code") if isinstance(levels, str) else tuple(levels)
         if not self.levels or not set(self.levels) <= set(FAMILIES):
             raise ValueError(f"code levels must be within 1-5, got {self.levels!r}")
-        if isinstance(per_level, bool) or not isinstance(per_level, int) or per_level < 1:
-            raise ValueError(f"per_level must be ≥ 1, got {per_level!r}")
-        self.per_level = per_level
+        self.per_level = count_option("per_level", per_level)
         self.seed = seed
+        self._generated: GeneratedProblems | None = None
+
+    def problems(self) -> GeneratedProblems:
+        """Made on demand (see `GeneratedProblems`): a run's `--limit` makes only the problems it asks."""
+        if self._generated is None:
+            self._generated = GeneratedProblems(self.per_level * len(self.levels), self._generate)
+        return self._generated
 
     def _load(self) -> list[Problem]:
+        return list(self.problems())
+
+    def _generate(self) -> Iterator[Problem]:
         # Interleaved by level, as arithmetic is, so `--limit 20` over levels 1-5 asks 4 of each.
         rngs = {level: random.Random(f"code-{self.seed}-{level}") for level in self.levels}
-        out = []
         for i in range(self.per_level):
             for level in self.levels:
                 rng = rngs[level]
                 spec = rng.choice(FAMILIES[level])(rng)
-                out.append(code_problem(ident=f"code-L{level}-{i:04d}", prompt=spec.prompt(), entry_point=spec.name,
-                                        test=spec.test(), reference=spec.solution(), level=level))
-        return out
+                yield code_problem(ident=f"code-L{level}-{i:04d}", prompt=spec.prompt(), entry_point=spec.name,
+                                   test=spec.test(), reference=spec.solution(), level=level)
 
     def _source(self) -> dict[str, Any]:
         return {"levels": list(self.levels), "per_level": self.per_level, "seed": self.seed}

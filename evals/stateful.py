@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ttscale.evals.arithmetic import LEVELS, ArithmeticTask, parse_levels
-from ttscale.evals.base import Message
+from ttscale.evals.base import GeneratedProblems, Message
 from ttscale.evals.datasets import DatasetTask, gsm8k
 from ttscale.evals.loading import DatasetSpec
 from ttscale.schema import Problem
@@ -330,22 +330,30 @@ class StatefulArithmeticTask(ArithmeticTask):
             raise ValueError(f"queries must be within 1-{MAX_QUERIES}, got {queries!r}")
         super().__init__(parsed, per_level=per_level, seed=seed)
         self.queries = queries
+        self._stateful_problems: GeneratedProblems | None = None
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> GeneratedProblems:
+        """Made on demand (see `GeneratedProblems`): a run's `--limit` makes only the problems it asks."""
+        if self._stateful_problems is None:
+            self._stateful_problems = GeneratedProblems(self.per_level * len(self.levels) * self.queries,
+                                                        self._generate_stateful)
+        return self._stateful_problems
+
+    def _generate_stateful(self) -> Iterator[Problem]:
         # Like `arithmetic`: one generator per level, levels interleaved, so `--limit` spreads over them.
         rngs = {level: random.Random(f"{self.name}-{self.seed}-{level}") for level in self.levels}
-        out = []
         for i in range(self.per_level):
             for level in self.levels:
                 context, names, values, item, deepest = _context(rngs[level], SHAPES[level])
                 # Queries draw from their own generator: contexts are the same whatever `queries` is.
                 asked = random.Random(f"{self.name}-{self.seed}-{level}-{i}-queries")
-                for j, (query, answer) in enumerate(_queries(asked, names, values, item, deepest, self.queries), 1):
-                    out.append(Problem(
-                        id=f"sarith-L{level}-{i:04d}-q{j}", question=f"{context} {query}", reference=str(answer),
-                        level=level, meta={"context": context, "query": query},
-                    ))
-        return stateful_problems(out)
+                # One context's queries at a time: a context's five names and counts are never drawn twice
+                # (none in 10,000 contexts), so its queries are all the problems that share it.
+                yield from stateful_problems(
+                    Problem(id=f"sarith-L{level}-{i:04d}-q{j}", question=f"{context} {query}", reference=str(answer),
+                            level=level, meta={"context": context, "query": query})
+                    for j, (query, answer) in enumerate(_queries(asked, names, values, item, deepest, self.queries), 1)
+                )
 
     def messages(self, problem: Problem) -> list[Message]:
         return [{"role": "user", "content": f"{problem.question} {INSTRUCTION}"}]

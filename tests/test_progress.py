@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 
 from ttscale.progress import Progress
 
@@ -55,3 +56,63 @@ def test_a_disabled_progress_still_counts_and_prints_nothing() -> None:
     progress.problem_done()
     progress.close()
     assert progress.generated == 7 and progress.done == 1 and shown.getvalue() == ""
+
+
+def test_while_every_problem_is_in_flight_the_bar_moves_with_tokens_and_estimates_within_a_factor_of_2() -> None:
+    # The demo's shape (issue 43): 20 beam searches all in flight from the start, each generating at a steady rate
+    # until it has spent 60-100% of its 8k budget, the first finishing at 60% of the run. A bar of problems
+    # stayed at 0/20 with no estimate until then, and then read the first problem's time as the rate of all.
+    rng = random.Random(0)
+    totals = [rng.randint(4_800, 8_000) for _ in range(20)]
+    rate = 40  # tokens a second, each problem
+    end = max(totals) / rate
+    now = [0.0]
+    progress = Progress(problems=20, token_budget=20 * 8_000, enabled=False, clock=lambda: now[0])
+    spent = [0] * 20
+    for _ in totals:
+        progress.problem_started()
+    checked = 0
+    while progress.done < 20:
+        now[0] += 1
+        for i, total in enumerate(totals):
+            if spent[i] < total:
+                progress.request_started()
+                step = min(rate, total - spent[i])
+                spent[i] += step
+                progress.request_finished(step)
+                if spent[i] == total:
+                    progress.problem_done(generated_tokens=total)
+        left, truth = progress.estimate(), end - now[0]
+        if now[0] <= 5:  # the bar moves from the first seconds, with an estimate
+            assert progress.work_done() > 0 and left is not None
+        if now[0] >= 0.375 * end and truth >= 0.25 * end:  # from the demo's first minute (of 2 min 40 s) on
+            assert left is not None and 0.5 <= left / truth <= 2, (now[0], left, truth)
+            checked += 1
+    assert checked >= 50 and progress.work_done() == 1.0 and progress.estimate() == 0.0
+
+
+def test_the_bar_shows_work_and_an_estimate_before_any_problem_finishes() -> None:
+    shown = io.StringIO()
+    now = [0.0]
+    progress = Progress(problems=4, token_budget=4_000, file=shown, clock=lambda: now[0])
+    for _ in range(4):
+        progress.problem_started()
+    now[0] = 30.0
+    progress.request_started()
+    progress.request_finished(1_000)  # a quarter of the work, in 30 s: 90 s left
+    progress.close()
+    last = shown.getvalue().split("\r")[-1]
+    assert "25%" in last and "0/4 [00:30<01:30]" in last and "1k of 4k tokens" in last, last
+
+
+def test_a_budget_not_in_tokens_estimates_from_what_finished_problems_took() -> None:
+    now = [0.0]
+    progress = Progress(problems=4, token_budget=None, enabled=False, clock=lambda: now[0])
+    for _ in range(4):
+        progress.problem_started()
+    progress.add_tokens(400)
+    assert progress.work_done() == 0.0 and progress.estimate() is None  # nothing to weigh tokens against yet
+    now[0] = 10.0
+    progress.add_tokens(400)
+    progress.problem_done(generated_tokens=400)  # one problem took 400 tokens; the others spent 400 together
+    assert 0.25 < progress.work_done() < 1.0 and progress.estimate() is not None

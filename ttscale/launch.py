@@ -61,7 +61,7 @@ async def launch(
                 run_dir.claim(ENGINE_LOG)
             with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log_path) as terminal, stops:
                 return await _serve(prepared, run_dir, engine=engine, distributed=distributed, progress=progress,
-                                    terminal=terminal)
+                                    terminal=terminal, stops=stops)
         except BaseException as exc:
             # A failure once a stop signal arrived is that stop: Ctrl-C (or a scheduler's signal to the whole
             # job) also ends vLLM's engine process, and a start then fails with "engine core initialization failed".
@@ -87,6 +87,7 @@ async def _serve(
     distributed: DistributedConfig | None,
     progress: bool,
     terminal: Terminal,
+    stops: NoteStops,
 ) -> dict[str, Any]:
     """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
     from ttscale.engine import start_engine
@@ -118,7 +119,8 @@ async def _serve(
     if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
         log = run_dir.path / ENGINE_LOG
         print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
-    started = await start_engine(prepared.spec.engine_config())
+    with stops.starting():  # a stop signal ends the start at once (it blocks the loop; see ttscale.signals)
+        started = await start_engine(prepared.spec.engine_config())
     try:
         if unrecorded:
             record_engine(run_dir, started.describe())

@@ -92,7 +92,7 @@ class RunSpec:
         p.add_argument("--budget", help="per-problem budget: 8k = 8,000 generated tokens (default 8k)")
         p.add_argument("--total-budget", help="a budget over the whole task (e.g. 200k), shared by its problems and "
                        "never exceeded; --budget still caps each problem (default: the total)")
-        p.add_argument("--task", help="task: arithmetic, arithmetic:1-3, gsm8k, math500, aime24, aime25, jsonl:PATH")
+        p.add_argument("--task", help=_task_help())
         p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
         p.add_argument("--limit", type=positive_int, help="only the first N problems")
         p.add_argument("--seed", type=int, help="engine sampling seed (default 0)")
@@ -175,5 +175,14 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace, *, new: bool) -> RunSpe
     except ValueError as exc:
         raise UsageError(f"run: {exc}") from None
 
+
+
+def _task_help() -> str:
+    """`--task`'s help, from the task registry (plugins included): a list written by hand missed the code,
+    stateful and HumanEval tasks."""
+    from ttscale.evals import TASKS
+
+    return f"task (default arithmetic): {', '.join(TASKS.names())}; NAME:ARG picks levels or a file, e.g. " \
+        "arithmetic:1-3, jsonl:PATH, code_jsonl:PATH"
 
 __all__ = ["RunSpec"]

@@ -31,6 +31,7 @@ from ttscale.run_spec import RunSpec  # defined there with its flags and stored 
 from ttscale.runstore.runs import grade_samples
 from ttscale.runstore.storage import STAGES, SUMMARY, GroupCommit, RunDir
 from ttscale.runstore.summary import summarize
+from ttscale.sandbox.sandbox import in_thread
 from ttscale.schema import Answer, Problem, RunRecord
 from ttscale.stages import StageStore
 from ttscale.strategies import STRATEGIES
@@ -235,6 +236,7 @@ async def run_problems(
     async def one(problem: Problem) -> None:
         nonlocal warned
         async with semaphore:
+            tracker.problem_started()
             record = await solver(problem)
         await commit.append(record)  # durable before the problem counts as done
         if record.get("unfinished"):
@@ -246,9 +248,10 @@ async def run_problems(
             print(f"ttscale: warning: {cut} of {samples} final samples of problem {problem.id} stopped at a length "
                   f"limit (max_tokens or max_model_len), so their answers may be cut; summary.json counts them "
                   f"(cut_samples)", file=progress_file, flush=True)
+        tokens = int((record.get("ledger") or {}).get("generated_tokens", 0))
         if not live:  # the solver ran elsewhere (a Ray worker): its tokens are counted when it is done
-            tracker.add_tokens(int((record.get("ledger") or {}).get("generated_tokens", 0)))
-        tracker.problem_done()
+            tracker.add_tokens(tokens)
+        tracker.problem_done(generated_tokens=tokens)
 
     tasks = [asyncio.ensure_future(one(p)) for p in todo]
     try:
@@ -308,12 +311,13 @@ async def solve(
     # Grading may meet hostile model output; it stays off the event loop so the engine keeps streaming.
     executions: dict[str, Any] = {}
     answers = [s.answer for s in answer.samples]
-    verdicts = await asyncio.to_thread(grade_samples, prepared.task, problem, answers, details=executions)
+    # `in_thread`: a stop signal ends the executions in flight rather than waiting them out.
+    verdicts = await in_thread(grade_samples, prepared.task, problem, answers, details=executions)
     try:
         if answer.prediction in executions:  # the chosen program already ran: once is the verdict
             correct = verdicts[answer.prediction]
         else:
-            correct = await asyncio.to_thread(prepared.task.grade, answer.prediction, problem)
+            correct = await in_thread(prepared.task.grade, answer.prediction, problem)
     except Exception as exc:  # a grader that chokes on an answer marks it wrong, with the reason
         correct, error = False, error or f"grading failed: {type(exc).__name__}: {one_line(exc)}"
     ledger.extra["wall_seconds"] = round(time.perf_counter() - started, 4)

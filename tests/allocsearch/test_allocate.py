@@ -122,3 +122,48 @@ def test_the_agent_on_the_real_embedded_model_proposes_within_the_space(api_engi
     assert trials[1]["reasoning"] == "the only allocation not yet tried"
     assert {tuple(sorted(t["allocation"].items())) for t in trials} == {(("n", 1), ("verifications", 1)),
                                                                          (("n", 2), ("verifications", 1))}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--space", "genrm", "--setting", "solutions=0,1"], "n must be"),
+        (["--space", "sleep_time"], "sleep_time"),
+        (["--space", "genrm", "--task-option", "per_level=NaN"], "per_level must be an integer ≥ 1, got nan"),
+    ],
+)
+def test_every_setting_is_checked_before_the_engine_starts_and_a_refusal_leaves_nothing(
+    flags: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 43: these were refused by the first cell, after the engine's start (30 s and vLLM's chatter), and the
+    # allocate.json left behind refused the corrected command ("holds another allocation search").
+    import ttscale.engine
+    from ttscale.cli import main
+
+    starts: list[Any] = []
+
+    async def start_engine(config: Any) -> Any:
+        starts.append(config)
+        return SimulatedArithmeticPolicy(seed=0)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", start_engine)
+    out = tmp_path / "search"
+    common = ["allocate", "--proposer", "grid", "--seeds", "0", "--trials", "1", "--limit", "2", "--out", str(out)]
+    assert main([*common, *flags]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ttscale: error: allocate: ") and message in lines[0], lines
+    assert not starts and not out.exists()
+    # The corrected command runs in the same directory.
+    corrected = ["--space", "genrm", "--setting", "solutions=1,2", "--setting", "verifications=1",
+                 "--setting", "max_tokens=16", "--setting", "verify_tokens=8", "--total-budget", "256"]
+    assert main([*common, *corrected]) == 0
+    assert len(starts) == 1 and (out / "allocate.json").is_file() and (out / "table.json").is_file()
+
+
+def test_a_search_refused_on_a_shared_engine_writes_nothing(tmp_path: Path) -> None:
+    policy = SimulatedArithmeticPolicy(seed=0)
+    with pytest.raises(ValueError, match="n must be"):
+        ttscale.allocate(space="genrm", settings={**GENRM, "solutions": (0, 1)}, total_budget=256, engine=policy,
+                         out=tmp_path / "x", limit=2, proposers=("grid",), seeds=(0,), trials=1)
+    assert not (tmp_path / "x").exists() and not policy.requests

@@ -153,7 +153,7 @@ def test_synthetic_problems_show_one_example_and_hide_several_asserts() -> None:
         ({"levels": "0-2"}, "code levels must be within 1-5, like '1-3' or '1,4', got '0-2'"),
         ({"levels": "x"}, "code levels must be within 1-5"),
         ({"levels": (6,)}, "code levels must be within 1-5, got (6,)"),
-        ({"per_level": 0}, "per_level must be ≥ 1, got 0"),
+        ({"per_level": 0}, "per_level must be an integer ≥ 1, got 0"),
         ({"timeout": 0}, "timeout must be in (0, 600] seconds, got 0"),
         ({"allow_network": "yes"}, "allow_network must be true or false, got 'yes'"),
     ],

@@ -203,7 +203,7 @@ def test_prompt_grading_config_and_registry() -> None:
         ({"queries": True}, "queries must be within 1-10, got True"),
         ({"levels": "0-2"}, "arithmetic_stateful levels must be within 1-5"),
         ({"levels": (6,)}, "arithmetic_stateful levels must be within 1-5"),
-        ({"per_level": 0}, "per_level must be ≥ 1, got 0"),
+        ({"per_level": 0}, "per_level must be an integer ≥ 1, got 0"),
         ({"contexts": 3}, "task 'arithmetic_stateful': .*contexts"),
     ],
 )

@@ -25,7 +25,7 @@ from ttscale.allocsearch.agent import AgentProposer, reply_regex
 from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
-from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator
+from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator, check_cells
 from ttscale.runstore.runfiles import write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
@@ -63,16 +63,17 @@ def check_proposers(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Sequence[str], seeds: Sequence[int],
-                         trials: int, task: str, limit: int | None, out: Path, engine: Any, engine_config: Any,
-                         task_options: dict[str, Any] | None = None, seed: int = 0,
-                         agent_tokens: int = AGENT_TOKENS) -> AllocationSearch:
-    """Compare `proposers` on the space, each for `trials` trials per search seed, against the full grid."""
-    study = make_study(space, settings)
-    names = check_proposers(proposers)
-    manifest = {"space": space, "settings": settings, "proposers": list(names), "seeds": list(seeds),
-                "trials": trials, "task": task, "task_options": task_options or {}, "limit": limit, "seed": seed}
-    out.mkdir(parents=True, exist_ok=True)
+def _manifest(*, space: str, settings: dict[str, Any], names: Sequence[str], seeds: Sequence[int], trials: int,
+              task: str, task_options: dict[str, Any] | None, limit: int | None, seed: int) -> dict[str, Any]:
+    return {"space": space, "settings": settings, "proposers": list(names), "seeds": list(seeds), "trials": trials,
+            "task": task, "task_options": task_options or {}, "limit": limit, "seed": seed}
+
+
+def check_search(*, out: Path, manifest: dict[str, Any], study: Study, engine_config: Any) -> None:
+    """Refuse, in one line and writing nothing, a search that could not run to its end: `out` holds something
+    else, or a cell of the space cannot run (a setting its strategy refuses, a task it cannot take, a bad task
+    option). Called before any engine starts: a refusal found by the first cell came after the engine's start
+    (30 s and its chatter) and left an allocate.json that blocked the corrected command (issue 43)."""
     stored = out / MANIFEST
     if stored.is_file():
         before = json.loads(stored.read_text())
@@ -80,9 +81,24 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
                            json.loads(json.dumps(manifest[k])))
         if differing:
             raise ValueError(f"{str(out)!r} holds another allocation search (it differs in {', '.join(differing)})")
-    elif any(out.iterdir()):
+    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{str(out)!r} is not empty and not an allocation search; use a new or empty directory")
-    write_atomic(stored, (json.dumps(manifest, indent=2) + "\n").encode())
+    check_cells(study, root=out / "sweep", task=manifest["task"], limit=manifest["limit"], seed=manifest["seed"],
+                engine_config=engine_config, task_options=manifest["task_options"])
+
+
+async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Sequence[str], seeds: Sequence[int],
+                         trials: int, task: str, limit: int | None, out: Path, engine: Any, engine_config: Any,
+                         task_options: dict[str, Any] | None = None, seed: int = 0,
+                         agent_tokens: int = AGENT_TOKENS) -> AllocationSearch:
+    """Compare `proposers` on the space, each for `trials` trials per search seed, against the full grid."""
+    study = make_study(space, settings)
+    names = check_proposers(proposers)
+    manifest = _manifest(space=space, settings=settings, names=names, seeds=seeds, trials=trials, task=task,
+                         task_options=task_options, limit=limit, seed=seed)
+    check_search(out=out, manifest=manifest, study=study, engine_config=engine_config)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
 
     async def engine_for() -> Any:
         return engine
@@ -132,10 +148,13 @@ def allocate(
     from ttscale.session import call_config, drive, stamp
 
     given = {**(settings or {}), **({"total_budget": total_budget} if total_budget is not None else {})}
-    make_study(space, given)  # refused in one line before any engine starts
-    check_proposers(proposers)
+    study = make_study(space, given)  # everything refused in one line before any engine starts
+    names = check_proposers(proposers)
     config = call_config(engine, model=model, engine_args=None, config=None)
     root = Path(out) if out is not None else Path("allocations") / f"{space}-{stamp()}"
+    check_search(out=root, manifest=_manifest(space=space, settings=given, names=names, seeds=seeds, trials=trials,
+                                              task=task, task_options=task_options, limit=limit, seed=seed),
+                 study=study, engine_config=config)
 
     async def work(started: Any) -> AllocationSearch:
         if started is None:

@@ -109,18 +109,38 @@ STUDIES: dict[str, Callable[..., Study]] = {"genrm": genrm_study, "sleep_time": 
 """The shipped spaces by name (`ttscale allocate --space NAME`)."""
 
 
+def study_sweep(study: Study, *, task: str, limit: int | None, seed: int, engine_config: Any,
+                task_options: dict[str, Any] | None = None, concurrency: int = 64) -> Any:
+    """The `SweepSpec` whose cells are the study's allocations."""
+    from ttscale.sweeps import GridEntry, SweepSpec
+
+    return SweepSpec(grid=(GridEntry.parse(study.entry()),), budgets=study.budgets(), seeds=(seed,), task=task,
+                     task_options=dict(task_options or {}), limit=limit, engine=engine_config, concurrency=concurrency)
+
+
+def check_cells(study: Study, *, root: str | Path, task: str, limit: int | None, seed: int, engine_config: Any,
+                task_options: dict[str, Any] | None = None) -> None:
+    """Prepare every cell of the study's sweep as its run would be (parameters, task, task options, what the
+    strategy needs of the problems), creating nothing; the first cell that cannot run raises its one line."""
+    from ttscale.sweeps.run import prepare_cell
+
+    spec = study_sweep(study, task=task, limit=limit, seed=seed, engine_config=engine_config,
+                       task_options=task_options)
+    for cell in spec.cells():
+        prepare_cell(spec, cell, root)
+
+
 class SweepEvaluator:
     """Evaluates an allocation as its sweep cell (see the module docstring); the sweep lives under `root`."""
 
     def __init__(self, study: Study, *, root: str | Path, task: str, limit: int | None, seed: int,
                  engine_for: Callable[[], Awaitable[Any]], engine_config: Any,
                  task_options: dict[str, Any] | None = None, concurrency: int = 64) -> None:
-        from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, load_spec
+        from ttscale.sweeps import SWEEP, create_sweep, load_spec
 
         self.study, self.root, self._engine_for = study, Path(root), engine_for
-        spec = SweepSpec(grid=(GridEntry.parse(study.entry()),), budgets=study.budgets(), seeds=(seed,), task=task,
-                         task_options=dict(task_options or {}), limit=limit, engine=engine_config,
-                         concurrency=concurrency)
+        spec = study_sweep(study, task=task, limit=limit, seed=seed, engine_config=engine_config,
+                           task_options=task_options, concurrency=concurrency)
         if (self.root / SWEEP).is_file():
             stored = load_spec(self.root)
             if stored.cells() != spec.cells():

@@ -81,6 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir: RunDir | None = None
     try:
         spec, run_dir, resuming = build_spec(args)
+        stop.hint = f"; continue with --resume {run_dir.path}"
         done = carry_out(spec, out=run_dir.path, resume=resuming, distributed=_distributed(args, spec),
                          progress=not args.no_progress, verbose=args.verbose, started=started)
     except BaseException as exc:
@@ -88,6 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if said is None:
             raise
         raise said from None
+    finally:
+        stop.restore()
     print(json.dumps(done.summary, indent=2) if args.json else format_table(done.summary))
     log = done.path / ENGINE_LOG
     print(f"results: {done.path}" + (f" (engine log: {log})" if log.is_file() else ""), file=sys.stderr)

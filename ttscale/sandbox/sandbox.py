@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import keyword
 import marshal
 import os
@@ -20,13 +22,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ttscale.sandbox.limits import STATUSES, Execution, Limits, SandboxUnavailable
 
-__all__ = ["Sandbox"]
+__all__ = ["ExecutionCancelled", "Sandbox", "in_thread"]
+
+T = TypeVar("T")
 
 LEVELS = ("namespaces", "rlimits", "bare")
 """What an execution gets, most isolated first: the order the sandbox degrades in. `bare` (no isolation, no
@@ -161,23 +166,92 @@ def _remove(path: str) -> None:
     shutil.rmtree(path, onerror=unlock)
 
 
+class ExecutionCancelled(RuntimeError):
+    """The work that asked for an execution was cancelled (a stop signal): it was not run, or was ended."""
+
+
+class _Scope:
+    """The executions started by one piece of work in a thread (`in_thread`); `cancel` ends them all and
+    refuses new ones."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pids: set[int] = set()
+        self.cancelled = False
+
+    def adopt(self, pid: int) -> bool:
+        with self._lock:
+            if not self.cancelled:
+                self._pids.add(pid)
+            return not self.cancelled
+
+    def release(self, pid: int) -> None:
+        with self._lock:
+            self._pids.discard(pid)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled, pids = True, list(self._pids)
+        for pid in pids:
+            _kill_tree(pid)
+
+
+_SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("ttscale_sandbox_scope", default=None)
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`asyncio.to_thread(fn, ...)` whose sandbox executions end when the awaiting task is cancelled.
+
+    A thread cannot be cancelled: a stop signal during code grading left each grading thread running its
+    remaining executions (6 s each), and the process waited 85-115 s for them at exit (issue 43). Here the
+    cancellation kills the executions in flight and makes every later one in that thread raise
+    `ExecutionCancelled` at once, so the thread ends in moments.
+    """
+    scope = _Scope()
+    context = contextvars.copy_context()
+    context.run(_SCOPE.set, scope)
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(None, functools.partial(context.run, fn, *args, **kwargs))
+    except asyncio.CancelledError:
+        scope.cancel()
+        raise
+
+
+def _cancelled() -> ExecutionCancelled:
+    return ExecutionCancelled("the run was stopped: the execution was not run to its end")
+
+
 def execute(level: str, limits: Limits, program: str, test: str, entry_point: str | None) -> Execution:
-    """One execution at `level` (blocking). `Sandbox.run` checks the input first; benchmarks call this directly."""
+    """One execution at `level` (blocking). `Sandbox.run` checks the input first; benchmarks call this directly.
+    Raises `ExecutionCancelled` when the work it runs for is cancelled (see `in_thread`)."""
+    scope = _SCOPE.get()
+    if scope is not None and scope.cancelled:
+        raise _cancelled()
     started = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix=f"{_MARKER}-") if level == "rlimits" else None
     try:
         argv, payload = _prepare(level, limits, program, test, entry_point, workdir or tempfile.gettempdir())
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    cwd="/", env=_ENV, start_new_session=True)
+        if scope is not None and not scope.adopt(process.pid):
+            _kill_tree(process.pid)
+            process.communicate()
+            raise _cancelled()
         try:
             stdout, stderr = process.communicate(payload, timeout=limits.wall_seconds + _GRACE_SECONDS)
         except subprocess.TimeoutExpired:
             _kill_tree(process.pid)
             process.communicate()
             return _timed_out(limits, time.perf_counter() - started)
+        finally:
+            if scope is not None:
+                scope.release(process.pid)
     finally:
         if workdir is not None:
             _remove(workdir)
+    if scope is not None and scope.cancelled:  # ended by the cancellation: its "crashed" is no verdict
+        raise _cancelled()
     return _decode(stdout, stderr, process.returncode, time.perf_counter() - started)
 
 
@@ -197,6 +271,9 @@ async def execute_async(level: str, limits: Limits, program: str, test: str, ent
             _kill_tree(process.pid)
             await process.wait()
             return _timed_out(limits, time.perf_counter() - started)
+        except asyncio.CancelledError:  # a stop signal: the execution ends with the task that awaited it
+            _kill_tree(process.pid)
+            raise
     finally:
         if workdir is not None:
             await asyncio.to_thread(_remove, workdir)
