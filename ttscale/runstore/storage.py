@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import stat
@@ -100,7 +99,9 @@ class RunDir:
             self._repair_results()
             try:
                 fd = self._open(RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-                self._results = os.fdopen(fd, "ab")  # closed in finally
+                # Unbuffered: what a failed write left in a buffer would reach the file with a later write or the
+                # close, after the cut back to the last whole line (a record's tail, then a torn line).
+                self._results = os.fdopen(fd, "ab", buffering=0)  # closed in finally
                 self._size = self._results.seek(0, os.SEEK_END)
             except OSError as exc:
                 raise storage_error(exc, self.path / RESULTS, "open") from None
@@ -190,22 +191,19 @@ class RunDir:
         if self._results is None:
             raise RuntimeError("RunDir.append outside open_for_writing()")
         lines = [stamp_record(record, where=self.path / RESULTS) for record in records]
+        data = b"".join(_utf8(json.dumps(record, ensure_ascii=False, default=str) + "\n", record) for record in lines)
         try:
-            for record in lines:
-                try:
-                    jsonlines.Writer(self._results, dumps=_dumps).write(record)
-                except UnicodeEncodeError:  # lone surrogates (a model's broken bytes): JSON escapes read back the same
-                    jsonlines.Writer(self._results, dumps=_dumps_ascii).write(record)
-            self._results.flush()
+            view = memoryview(data)
+            while view:  # a short write (a disk filling up) is continued, and fails on the next call
+                view = view[self._results.write(view) or 0:]
             os.fsync(self._results.fileno())
         except OSError as exc:
             # Part of a line may have reached the file: cut it off, or the next append would glue
             # onto it and turn a good record into a bad middle line.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._results.fileno(), self._size)
-                self._results.seek(self._size)
             raise storage_error(exc, self.path / RESULTS, "append to") from None
-        self._size = self._results.tell()
+        self._size += len(data)
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored), each in today's shape whatever
@@ -357,7 +355,6 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return record
 
 
-#: How a results line is encoded: UTF-8 as written, anything else as text (paths, enums).
 class GroupCommit:
     """Durable appends for many problems finishing at once: each `append` returns once its line is fsynced
     (the guarantee of `RunDir.append`), but the lines that finish while one fsync runs share the next one,
@@ -398,10 +395,6 @@ class GroupCommit:
             for _, done in group:
                 if not done.done():
                     done.set_result(None)
-
-
-_dumps = functools.partial(json.dumps, ensure_ascii=False, default=str)
-_dumps_ascii = functools.partial(json.dumps, ensure_ascii=True, default=str)
 
 
 def _utf8(text: str, data: Any, **dump: Any) -> bytes:
