@@ -26,11 +26,13 @@ from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
 from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator
+from ttscale.runstore.names import ALLOCATION as MANIFEST
+from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
+from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.runfiles import write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
 """Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""
-MANIFEST, TABLE = "allocate.json", "table.json"
 AGENT_TOKENS = 384
 """Tokens of one agent reply at most (its reasoning and the JSON), unless `agent_tokens` says otherwise."""
 
@@ -72,16 +74,22 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
     names = check_proposers(proposers)
     manifest = {"space": space, "settings": settings, "proposers": list(names), "seeds": list(seeds),
                 "trials": trials, "task": task, "task_options": task_options or {}, "limit": limit, "seed": seed}
-    out.mkdir(parents=True, exist_ok=True)
+    entries = folder_entries(out, what="an allocation search")  # a file named as --out: one line, not "File exists"
     stored = out / MANIFEST
-    if stored.is_file():
-        before = json.loads(stored.read_text())
+    if MANIFEST in entries:
+        try:
+            before = json.loads(stored.read_text())
+        except (OSError, ValueError, RecursionError) as exc:
+            raise ValueError(f"cannot read {stored}: {exc}") from None
+        if not isinstance(before, dict):
+            raise ValueError(f"cannot read {stored}: it is not a JSON object")
         differing = sorted(k for k in manifest if k not in ("trials", "proposers", "seeds") and before.get(k) !=
                            json.loads(json.dumps(manifest[k])))
         if differing:
             raise ValueError(f"{str(out)!r} holds another allocation search (it differs in {', '.join(differing)})")
-    elif any(out.iterdir()):
-        raise ValueError(f"{str(out)!r} is not empty and not an allocation search; use a new or empty directory")
+    elif entries:
+        refuse_folder(out, entries, what="an allocation search")
+    out.mkdir(parents=True, exist_ok=True)
     write_atomic(stored, (json.dumps(manifest, indent=2) + "\n").encode())
 
     async def engine_for() -> Any:

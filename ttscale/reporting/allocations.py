@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ttscale.runstore.names import ALLOCATION as MANIFEST
+from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
 from ttscale.runstore.runs import RunLoadError
-
-MANIFEST, TABLE = "allocate.json", "table.json"  # as ttscale.allocsearch.run writes them (not imported: optuna)
 
 
 def find_allocations(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:

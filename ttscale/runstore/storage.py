@@ -32,6 +32,8 @@ from typing import IO, Any
 
 import jsonlines
 
+from ttscale.runstore.names import CONFIG, ENGINE_LOG, RESULTS, STAGES, SUMMARY
+from ttscale.runstore.names import LOCK as _LOCK
 from ttscale.runstore.runfiles import (
     RunDirError,
     StorageError,
@@ -43,14 +45,6 @@ from ttscale.runstore.runfiles import (
 )
 from ttscale.runstore.runformat import migrate_config, migrate_record, stamp_config, stamp_record
 
-CONFIG = "config.json"
-RESULTS = "results.jsonl"
-SUMMARY = "summary.json"
-ENGINE_LOG = "engine.log"
-"""What the engine and its libraries printed (start-up, warnings); `ttscale run --verbose` shows it instead."""
-STAGES = "stages.jsonl"
-"""Stages the problems of a run share, computed once each (ttscale.stages): sleep-time notes about a context."""
-_LOCK = ".lock"
 _RUN_FILES = (CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, _LOCK)
 
 

@@ -25,11 +25,11 @@ from ttscale.engine.openai import OpenAIConfig
 from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
 from ttscale.runner import Prepared, RunSpec
+from ttscale.runstore.names import SWEEP
 from ttscale.runstore.run_config import check_resume, write_config
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
 
-SWEEP = "sweep.json"
 #: Run seed of the held-out difficulty pool: requests are seeded by it, so it shares no sample with any candidate cell.
 HOLDOUT_SEED = -1
 _SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
