@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 
 class RunDirError(ValueError):
@@ -21,6 +23,16 @@ class RunDirError(ValueError):
 
 class StorageError(OSError):
     """Reading or writing a run file failed (disk full, permission denied, read-only file system)."""
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`text` parsed as JSON; a ValueError in one line for JSON nested deeper than the parser follows (a RecursionError
+    otherwise: a message no reader would understand)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read (arrays or objects thousands of levels within each "
+                         "other)") from None
 
 
 def storage_error(exc: OSError, path: Path, doing: str) -> StorageError:

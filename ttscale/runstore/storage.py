@@ -34,12 +34,14 @@ import jsonlines
 
 from ttscale.runstore.names import CONFIG, ENGINE_LOG, RESULTS, STAGES, SUMMARY
 from ttscale.runstore.names import LOCK as _LOCK
+from ttscale.runstore.records import record_problem
 from ttscale.runstore.runfiles import (
     RunDirError,
     StorageError,
     check_regular,
     irregular,
     open_regular,
+    parse_json,
     storage_error,
     write_atomic,
 )
@@ -151,7 +153,7 @@ class RunDir:
         wrote it; a one-line RunDirError when it is absent, unreadable, not an object, or of a version not read here."""
         try:
             with os.fdopen(open_regular(self.path / CONFIG, os.O_RDONLY)[0], "rb") as handle:
-                data = json.loads(handle.read().decode("utf-8"))
+                data = parse_json(handle.read().decode("utf-8"))
         except FileNotFoundError:
             raise RunDirError(f"{str(self.path)!r} is not a ttscale run: no {CONFIG}") from None
         except RunDirError:
@@ -276,6 +278,10 @@ class RunDir:
                         bad_line = number
                         continue
                     record = migrate_record(record, where=f"{path}:{number}")  # each line by its own version
+                    problem = record_problem(record)  # every reader (a resume too) refuses an edited record alike
+                    if problem is not None:
+                        raise RunDirError(f"{path}: the record of problem {record.get('id')!r}: {problem} (fix or "
+                                          "delete that line)")
                     if raw.endswith(b"\n"):
                         state.add(record, len(raw))
                     else:  # the last line, whole but for its newline

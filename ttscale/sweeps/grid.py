@@ -27,6 +27,7 @@ from ttscale.routing.policy import candidate_key
 from ttscale.runner import Prepared, RunSpec
 from ttscale.runstore.names import SWEEP
 from ttscale.runstore.run_config import check_resume, write_config
+from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
 
@@ -212,7 +213,7 @@ def _canonical_budget(text: str) -> str:
 def load_spec(root: str | Path) -> SweepSpec:
     path = Path(root) / SWEEP
     try:
-        return SweepSpec.from_dict(json.loads(path.read_text(encoding="utf-8"))["spec"])
+        return SweepSpec.from_dict(parse_json(path.read_text(encoding="utf-8"))["spec"])
     except FileNotFoundError:
         raise ValueError(f"{str(root)!r} is not a ttscale sweep: no {SWEEP}") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
