@@ -157,3 +157,37 @@ def test_a_full_disk_mid_run_is_one_line_exit_2_naming_the_disk(
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, (code, lines)
     assert "No space left on device: the file system at" in lines[0] and "is full" in lines[0], lines
+
+
+def test_a_full_disk_while_a_shared_stage_is_stored_stops_the_run_and_records_no_problem_as_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stages.jsonl is a run file too: a failed write of it is a stop (resumable), never a problem recorded as
+    finished with an error, which `--resume` would never run again."""
+    import ttscale
+    from ttscale.testing.policy import SimulatedArithmeticPolicy
+
+    settings: dict[str, Any] = {"strategy": "sleep_time", "budget": "96", "limit": 6, "concurrency": 1,
+                                "params": {"sleep_tokens": 40, "max_tokens": 32}, "task": "arithmetic_stateful:1-2",
+                                "task_options": {"queries": 3, "per_level": 2}}
+    out = tmp_path / "run"
+    real = append_line
+
+    stored: list[bytes] = []
+
+    def full(path: Path, line: bytes) -> None:
+        if path.name == "stages.jsonl" and stored:  # the first context's notes fit; the disk is full after
+            raise storage_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), path, "append to")
+        stored.append(line)
+        real(path, line)
+
+    monkeypatch.setattr("ttscale.stages.append_line", full)
+    with pytest.raises(StorageError, match=r"stages.jsonl: No space left on device: the file system at .* is full"):
+        ttscale.run(**settings, engine=SimulatedArithmeticPolicy(seed=1), out=out)
+    first = RunDir(out).records()
+    assert first and not [r for r in first if r.get("error")], first  # some finished; none recorded as failed
+    monkeypatch.setattr("ttscale.stages.append_line", real)  # space is back
+    ttscale.run(**settings, engine=SimulatedArithmeticPolicy(seed=1), out=out, resume=True)
+    records = [json.loads(line) for line in (out / RESULTS).read_text().splitlines()]
+    assert sorted(r["id"] for r in records) == sorted({r["id"] for r in records}) and len(records) == 6
+    assert not any(r.get("error") for r in records), [r.get("error") for r in records]
