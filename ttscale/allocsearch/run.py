@@ -29,7 +29,7 @@ from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator
 from ttscale.runstore.names import ALLOCATION as MANIFEST
 from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
 from ttscale.runstore.names import folder_entries, refuse_folder
-from ttscale.runstore.runfiles import write_atomic
+from ttscale.runstore.runfiles import parse_json, write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
 """Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""
@@ -78,8 +78,8 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
     stored = out / MANIFEST
     if MANIFEST in entries:
         try:
-            before = json.loads(stored.read_text())
-        except (OSError, ValueError, RecursionError) as exc:
+            before = parse_json(stored.read_text())
+        except (OSError, ValueError) as exc:
             raise ValueError(f"cannot read {stored}: {exc}") from None
         if not isinstance(before, dict):
             raise ValueError(f"cannot read {stored}: it is not a JSON object")

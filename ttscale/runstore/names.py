@@ -49,8 +49,8 @@ _KINDS = ((CONFIG, "a ttscale run"), (SWEEP, "a ttscale sweep"), (COMPARE, "a tt
 
 
 def folder_entries(path: str | Path, *, what: str) -> list[str]:
-    """What the folder `path`, where `what` (\"a sweep\") is to be written, holds: sorted names, [] when it is absent;
-    a one-line ValueError when it is a file or cannot be read (a later mkdir would only say \"File exists\")."""
+    """What the folder `path`, where `what` ("a sweep") is to be written, holds: sorted names, [] when it is absent;
+    a one-line ValueError when it is a file or cannot be read (a later mkdir would only say "File exists")."""
     try:
         return sorted(os.listdir(path))
     except FileNotFoundError:
