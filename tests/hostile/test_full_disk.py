@@ -53,16 +53,19 @@ def test_a_run_that_fills_its_disk_keeps_whole_lines_and_a_resume_finishes_every
         from ttscale.runstore.storage import StorageError
         settings = dict(strategy="best_of_n", budget="400", task="arithmetic:1-3", limit=40, concurrency=8,
                         params={{"n": 2, "max_tokens": 40}}, model=str(model_dir(Path({str(tmp_path)!r}))))
-        limit(6000)  # a few records fit, then the disk is full in the middle of a line
+        limit(20000)  # records of about 1 kB, at most 8 to a commit: some fit, then the disk is full mid-line
         try:
             ttscale.run(**settings, engine=SeededSimulator(seed=1), out={str(out)!r})
         except StorageError as exc:
             print("ERROR", exc)
+        print("SAVED", len(open({str(out / RESULTS)!r}, "rb").read().splitlines()))
         room()  # space is back: the same run resumes
         run = ttscale.run(**settings, engine=SeededSimulator(seed=1), out={str(out)!r}, resume=True)
         print("PROBLEMS", run.summary["problems"])
     """)
     error = next(line for line in done.stdout.splitlines() if line.startswith("ERROR"))
+    saved = int(next(line for line in done.stdout.splitlines() if line.startswith("SAVED")).split()[1])
+    assert 0 < saved < 40, saved  # the disk filled part way through the run
     assert "results.jsonl: File too large" in error, error
     lines = (out / RESULTS).read_bytes().splitlines(keepends=True)
     records = [json.loads(line) for line in lines]  # every line whole: none a tail or a head of another
