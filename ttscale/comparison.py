@@ -32,6 +32,7 @@ from ttscale import environments
 from ttscale.environments import EnvironmentNote
 from ttscale.routing.policy import candidate_key
 from ttscale.runstore import runs
+from ttscale.runstore.names import COMPARE, check_out_folder
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.stats.paired import METRICS, PairResult, compare_pair
 from ttscale.strategies import STRATEGIES
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from ttscale.engine.base import EngineClient, EngineConfig
     from ttscale.session import Engine
 
-COMPARE = "compare.json"
 FORMAT = "ttscale.compare"
 VERSION = 1
 Group = Literal["config", "strategy", "run"]
@@ -192,6 +192,9 @@ def compare(
         raise ValueError("give run directories to compare, strategies to run (at least two), or a compare "
                          "directory to resume: exactly one of the three")
     if runs:
+        if out:
+            # Before anything is read: a user's compare.json, a run or other files are never written over.
+            check_out_folder(out, what="a ttscale comparison", own=COMPARE, own_format=FORMAT)
         result = analyse(runs, options=options)
         return write(result, out) if out else result
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
@@ -203,7 +206,7 @@ def compare(
         spec = compare_spec(strategies=strategies, repeats=repeats, budget=budget, task=task,
                             task_options=task_options, limit=limit, engine_config=config, concurrency=concurrency)
         root = Path(out) if out else Path("compares") / f"{task.replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
-        create_sweep(spec, root, command=command)
+        create_sweep(spec, root, command=command, what="a ttscale comparison")
     drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log))
     return write(analyse([root], options=options), root)
 

@@ -1,8 +1,9 @@
 """Where a command may write a file the user named (`report --out`, `fit --plot`, `policy --out`).
 
-Never over one of the command's own inputs, and never over a file a run, sweep or compare directory is made of
-(config.json, results.jsonl, summary.json, engine.log, .lock, sweep.json, compare.json): `ttscale report RUN
---out RUN/results.jsonl` would replace weeks of results with a page of Markdown. Paths are compared resolved
+Never over one of the command's own inputs, and never over a file the toolkit writes in a run, sweep, compare or
+allocation directory (every name in `ttscale.runstore.names.TOOLKIT_FILES`: config.json, results.jsonl,
+stages.jsonl, allocate.json, trials.jsonl, ...): `ttscale report RUN --out RUN/results.jsonl` would replace weeks of
+results with a page of Markdown. Paths are compared resolved
 (links followed, `..` folded), and an existing file also as a file, so a hard link to a run's results is
 refused too. The check runs before the command reads or writes anything.
 """
@@ -13,7 +14,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ttscale.runstore.storage import CONFIG, ENGINE_LOG, RESULTS, SUMMARY
+from ttscale.runstore.names import TOOLKIT_FILES
 
 
 class OutputError(ValueError):
@@ -21,11 +22,8 @@ class OutputError(ValueError):
 
 
 def protected_names() -> frozenset[str]:
-    """The names of the files run, sweep and compare directories are made of."""
-    from ttscale.comparison import COMPARE
-    from ttscale.sweeps import SWEEP
-
-    return frozenset({CONFIG, RESULTS, SUMMARY, ENGINE_LOG, ".lock", SWEEP, COMPARE})
+    """The names of the files the toolkit writes in its directories (one list: `TOOLKIT_FILES`)."""
+    return TOOLKIT_FILES
 
 
 def check_output(out: str | Path, *, inputs: Iterable[str | Path], flag: str) -> None:

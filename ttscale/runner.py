@@ -29,7 +29,7 @@ from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
 from ttscale.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
 from ttscale.runstore.runs import grade_samples
-from ttscale.runstore.storage import STAGES, SUMMARY, GroupCommit, RunDir
+from ttscale.runstore.storage import STAGES, SUMMARY, GroupCommit, RunDir, StorageError
 from ttscale.runstore.summary import summarize
 from ttscale.sandbox.sandbox import in_thread
 from ttscale.schema import Answer, Problem, RunRecord
@@ -302,7 +302,7 @@ async def solve(
         _check_fits(problem, engine)
         answer: Answer = await prepared.strategy(problem, ctx, prepared.params)
     except Exception as exc:  # one bad problem must not sink a long run
-        if is_fatal(exc):
+        if is_fatal(exc) or isinstance(exc, StorageError):  # the engine gone; a run file (stages.jsonl) not written
             raise
         answer, error = Answer(prediction=None), f"{type(exc).__name__}: {one_line(exc)}"
         unfinished = is_transient(exc)

@@ -262,7 +262,7 @@ def _stub(method: str, path: str, body: Any) -> Reply:
     return completion(["The answer is 4."] * int(body["n"]), token_ids=[[1, 2, 3]] * int(body["n"]))
 
 
-def test_a_full_disk_mid_run_is_one_line_exit_1(
+def test_a_full_disk_mid_run_is_one_line_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from ttscale.runstore.storage import RunDir as Dir
@@ -276,5 +276,5 @@ def test_a_full_disk_mid_run_is_one_line_exit_1(
                      "--limit", "2", "--out", str(tmp_path / "out"), "--backend", "openai", "--base-url", server.url,
                      "--model", "smol", "--tokenizer", "embedded", "--no-progress"])  # fmt: skip
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert code == 1 and len(lines) == 1 and "No space left on device" in lines[-1], lines
+    assert code == 2 and len(lines) == 1 and "No space left on device" in lines[-1], lines
     assert not (tmp_path / "out").exists()  # it finished nothing: what it made is gone, `--out` works again

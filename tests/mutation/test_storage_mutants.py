@@ -228,7 +228,9 @@ def test_a_failed_append_whose_roll_back_fails_too_is_one_storage_error(tmp_path
     run._results = _FullDisk()  # type: ignore[assignment]
     with pytest.raises(StorageError) as info:
         run.append({"id": "1"})
-    assert info.value.strerror == f"cannot append to {tmp_path / 'results.jsonl'}: No space left on device"
+    mount = next(p for p in [tmp_path, *tmp_path.parents] if os.path.ismount(p))
+    assert info.value.strerror == (f"cannot append to {tmp_path / 'results.jsonl'}: No space left on device: "
+                                   f"the file system at {mount} is full")
 
 
 # -- reading results.jsonl ------------------------------------------------------------------------------------

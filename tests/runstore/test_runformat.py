@@ -327,14 +327,19 @@ def test_a_v2_run_keeps_max_model_len_none_its_own_choice(tmp_path: Path) -> Non
 
 def test_records_of_both_versions_in_one_file_read_as_today(tmp_path: Path) -> None:
     chains = [[[0.5, 10, 2, "default"], [1.0, 12, 3, "chain"]], [[0.0, 9, 1, "appended"]]]
-    v1 = {"id": "a", "strategy": "genrm", "correct": True, "ledger": {}, "samples": [{"answer": "1"}, "odd"],
+    v1 = {"id": "a", "strategy": "genrm", "correct": True, "ledger": {}, "samples": [{"answer": "1"}],
           "info": {"chains": chains, "verdicts": {"chain": 1, "appended": 1, "default": 1}}}
     v2 = {"format": FORMAT_VERSION, "id": "b", "strategy": "genrm", "samples": [{"answer": "2", "correct": True}],
           "info": {"chains": [[[None, 8, 2, "unreadable"]]], "verdicts": {"chain": 0, "unreadable": 1}}}
     (tmp_path / RESULTS).write_text(json.dumps(v1) + "\n" + json.dumps(v2) + "\n", encoding="utf-8")
     a, b = RunDir(tmp_path).records()
     assert b == {k: v for k, v in v2.items() if k != "format"}  # today's: as it is
-    assert a["samples"] == [{"answer": "1", "correct": None}, "odd"]  # not an object: the readers' check says so
+    assert a["samples"] == [{"answer": "1", "correct": None}]
+    odd = migrate_record({**v1, "samples": [{"answer": "1"}, "odd"]}, where="x")
+    assert odd["samples"] == [{"answer": "1", "correct": None}, "odd"]  # not an object: the readers' check says so
+    (tmp_path / RESULTS).write_text(json.dumps({**v1, "samples": [{"answer": "1"}, "odd"]}) + "\n", encoding="utf-8")
+    with pytest.raises(RunDirError, match=r"the record of problem 'a': samples\[1\] is \"odd\"; it must be an object"):
+        RunDir(tmp_path).records()  # ... as every reader of the file does
     assert a["info"]["chains"] == [[[None, 10, 2, "unreadable"], [1.0, 12, 3, "chain"]], [[0.0, 9, 1, "appended"]]]
     assert a["info"]["verdicts"] == {"chain": 1, "appended": 1, "unreadable": 1}
     other = {"id": "c", "strategy": "budget_forcing", "info": {"chains": [{"thinking_tokens": 3}]}}

@@ -26,11 +26,13 @@ from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
 from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator, check_cells
-from ttscale.runstore.runfiles import write_atomic
+from ttscale.runstore.names import ALLOCATION as MANIFEST
+from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
+from ttscale.runstore.names import folder_entries, refuse_folder
+from ttscale.runstore.runfiles import parse_json, write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
 """Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""
-MANIFEST, TABLE = "allocate.json", "table.json"
 AGENT_TOKENS = 384
 """Tokens of one agent reply at most (its reasoning and the JSON), unless `agent_tokens` says otherwise."""
 
@@ -74,15 +76,21 @@ def check_search(*, out: Path, manifest: dict[str, Any], study: Study, engine_co
     else, or a cell of the space cannot run (a setting its strategy refuses, a task it cannot take, a bad task
     option). Called before any engine starts: a refusal found by the first cell came after the engine's start
     (30 s and its chatter) and left an allocate.json that blocked the corrected command (issue 43)."""
+    entries = folder_entries(out, what="an allocation search")  # a file named as --out: one line, not "File exists"
     stored = out / MANIFEST
-    if stored.is_file():
-        before = json.loads(stored.read_text())
+    if MANIFEST in entries:
+        try:
+            before = parse_json(stored.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read {stored}: {exc}") from None
+        if not isinstance(before, dict):
+            raise ValueError(f"cannot read {stored}: it is not a JSON object")
         differing = sorted(k for k in manifest if k not in ("trials", "proposers", "seeds") and before.get(k) !=
                            json.loads(json.dumps(manifest[k])))
         if differing:
             raise ValueError(f"{str(out)!r} holds another allocation search (it differs in {', '.join(differing)})")
-    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{str(out)!r} is not empty and not an allocation search; use a new or empty directory")
+    elif entries:
+        refuse_folder(out, entries, what="an allocation search")
     check_cells(study, root=out / "sweep", task=manifest["task"], limit=manifest["limit"], seed=manifest["seed"],
                 engine_config=engine_config, task_options=manifest["task_options"])
 

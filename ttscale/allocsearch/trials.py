@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.allocsearch.space import Allocation, Space, Value
+from ttscale.runstore.names import SEARCH as HEADER
+from ttscale.runstore.names import TRIALS as LINES
 from ttscale.runstore.runfiles import append_line, open_regular, storage_error, whole_lines, write_atomic
 
 FORMAT = 1
 """The version of `search.json` and `trials.jsonl`; a log of another version is refused."""
-HEADER, LINES = "search.json", "trials.jsonl"
 
 
 def _number(name: str, value: object) -> float:

@@ -33,8 +33,10 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 EXIT_USAGE = 2
-#: OS errors that name a path the user gave and cannot use (the rest, like a full disk, exit 1).
-_USER_FIXABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR})
+#: OS errors the user fixes (a path they gave and cannot use; a full disk, a quota, a file size limit: free space and
+#: `--resume`) exit 2; the rest exit 1.
+_USER_FIXABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                           errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 

@@ -7,14 +7,14 @@ the optimum over every feasible allocation.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ttscale.runstore.names import ALLOCATION as MANIFEST
+from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
+from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.runs import RunLoadError
-
-MANIFEST, TABLE = "allocate.json", "table.json"  # as ttscale.allocsearch.run writes them (not imported: optuna)
 
 
 def find_allocations(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -27,9 +27,9 @@ def find_allocations(paths: str | Path | Iterable[str | Path]) -> list[dict[str,
     out = []
     for path in dict.fromkeys(p.resolve() for p in found):
         try:
-            table = json.loads(path.read_text(encoding="utf-8"))
-            manifest = json.loads((path.parent / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            table = parse_json(path.read_text(encoding="utf-8"))
+            manifest = parse_json((path.parent / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # a decoding error, bad JSON, JSON nested too deeply
             raise RunLoadError(f"{str(path)!r} cannot be read as an allocation search: {exc}") from None
         if not isinstance(table, dict) or not {"space", "optimum", "rows", "cap"} <= set(table):
             raise RunLoadError(f"{str(path)!r} is not a ttscale allocation search table")

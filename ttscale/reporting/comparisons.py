@@ -7,12 +7,12 @@ here needs nothing but the file and the shared Markdown tables.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ttscale.comparison import COMPARE, FORMAT, markdown
+from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.runs import RunLoadError
 
 
@@ -26,8 +26,8 @@ def find_comparisons(paths: str | Path | Iterable[str | Path]) -> list[dict[str,
     out = []
     for path in dict.fromkeys(p.resolve() for p in found):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = parse_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # a decoding error, bad JSON, JSON nested too deeply
             raise RunLoadError(f"{str(path)!r} cannot be read as a comparison: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or not {"pairs", "verdicts"} <= set(data):
             raise RunLoadError(f"{str(path)!r} is not a ttscale comparison (format {FORMAT!r} with pairs and verdicts)")

@@ -7,10 +7,14 @@ FIFO waits for a peer, and neither Ctrl-C nor SIGTERM ends that wait.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import json
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 
 class RunDirError(ValueError):
@@ -21,10 +25,43 @@ class StorageError(OSError):
     """Reading or writing a run file failed (disk full, permission denied, read-only file system)."""
 
 
+def parse_json(text: str | bytes) -> Any:
+    """`text` parsed as JSON; a ValueError in one line for JSON nested deeper than the parser follows (a RecursionError
+    otherwise: a message no reader would understand)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read (arrays or objects thousands of levels within each "
+                         "other)") from None
+
+
 def storage_error(exc: OSError, path: Path, doing: str) -> StorageError:
-    """`exc` as one line that names the file and the reason."""
+    """`exc` as one line that names the file and the reason (for a full disk, which one is full)."""
     reason = exc.strerror or type(exc).__name__
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        reason += f": the file system at {_mount_point(path)} is full"
+    elif exc.errno == errno.EFBIG:
+        reason += ": the file size limit of this process (ulimit -f) was reached"
     return StorageError(exc.errno or 0, f"cannot {doing} {path}: {reason}")
+
+
+def _mount_point(path: Path) -> Path:
+    """The mount point of the file system that holds `path` (its nearest existing folder's)."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    while not os.path.ismount(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` at the descriptor's position, straight to the file: a short write (a disk filling up) is
+    continued, and an error leaves nothing held back in a buffer that a later write or close would put after the
+    caller has cut the file back (a buffered file's leftover is how one record's tail ended up after another)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def check_regular(path: Path) -> None:
@@ -121,23 +158,31 @@ def whole_lines(path: Path) -> list[bytes]:
 
 
 def append_line(path: Path, line: bytes) -> None:
-    """Append one line (its newline added) and make it durable before returning. A torn last line is cut first, or
-    this one would glue onto it; a failed write is cut back to the last whole line. Raises StorageError."""
+    """Append one line (its newline added) and make it durable before returning: the line is whole or absent.
+
+    A torn last line is cut first, or this one would glue onto it; a failed write (a full disk) is cut back to the
+    last whole line. The file is locked while appending, so appends from threads or processes never interleave.
+    Raises StorageError."""
     try:
         fd, _ = open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise storage_error(exc, path, "open") from None
-    with os.fdopen(fd, "r+b") as handle:
-        data = handle.read()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released by the close
+            data = os.pread(fd, os.fstat(fd).st_size, 0)
+        except OSError as exc:
+            raise storage_error(exc, path, "read") from None
         size = data.rfind(b"\n") + 1
         try:
             if size != len(data):
-                handle.truncate(size)
-            handle.seek(size)
-            handle.write(line + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+                os.ftruncate(fd, size)
+            os.lseek(fd, size, os.SEEK_SET)
+            write_all(fd, line + b"\n")
+            os.fsync(fd)
         except OSError as exc:
             with contextlib.suppress(OSError):  # part of the line may be there: back to the last whole one
-                handle.truncate(size)
+                os.ftruncate(fd, size)
             raise storage_error(exc, path, "append to") from None
+    finally:
+        os.close(fd)

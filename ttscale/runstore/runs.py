@@ -18,7 +18,6 @@ the environment), results.jsonl (one record per finished problem) and summary.js
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +25,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from ttscale.runstore.records import record_problem, task_problem_ids
-from ttscale.runstore.runfiles import StorageError
+from ttscale.runstore.records import task_problem_ids
+from ttscale.runstore.runfiles import StorageError, parse_json
 from ttscale.runstore.runformat import migrate_config
 from ttscale.runstore.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
 
@@ -141,12 +140,7 @@ def read_run(path: str | Path, *, label: str | None = None, finished: bool = Tru
 
 def _belonging(records: list[dict[str, Any]], config: dict[str, Any], *,
                where: Path) -> tuple[list[dict[str, Any]], int]:
-    """The records of the run's own problems, each checked (`ttscale.runstore.records`), and how many were left out."""
-    for record in records:
-        problem = record_problem(record)
-        if problem is not None:
-            raise RunLoadError(f"{where}: the record of problem {record.get('id')!r}: {problem} (fix or delete "
-                               "that line)")
+    """The records of the run's own problems (each checked as `RunDir` read it), and how many were left out."""
     identity = config.get("identity")
     wanted = task_problem_ids(identity) if isinstance(identity, dict) else None
     if wanted is None:
@@ -260,7 +254,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunLoadError(f"cannot read {path}: {exc}") from None
     return data if isinstance(data, dict) else {}

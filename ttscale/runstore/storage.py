@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import stat
@@ -33,25 +32,21 @@ from typing import IO, Any
 
 import jsonlines
 
+from ttscale.runstore.names import CONFIG, ENGINE_LOG, RESULTS, STAGES, SUMMARY
+from ttscale.runstore.names import LOCK as _LOCK
+from ttscale.runstore.records import record_problem
 from ttscale.runstore.runfiles import (
     RunDirError,
     StorageError,
     check_regular,
     irregular,
     open_regular,
+    parse_json,
     storage_error,
     write_atomic,
 )
 from ttscale.runstore.runformat import migrate_config, migrate_record, stamp_config, stamp_record
 
-CONFIG = "config.json"
-RESULTS = "results.jsonl"
-SUMMARY = "summary.json"
-ENGINE_LOG = "engine.log"
-"""What the engine and its libraries printed (start-up, warnings); `ttscale run --verbose` shows it instead."""
-STAGES = "stages.jsonl"
-"""Stages the problems of a run share, computed once each (ttscale.stages): sleep-time notes about a context."""
-_LOCK = ".lock"
 _RUN_FILES = (CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, _LOCK)
 
 
@@ -100,7 +95,9 @@ class RunDir:
             self._repair_results()
             try:
                 fd = self._open(RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-                self._results = os.fdopen(fd, "ab")  # closed in finally
+                # Unbuffered: what a failed write left in a buffer would reach the file with a later write or the
+                # close, after the cut back to the last whole line (a record's tail, then a torn line).
+                self._results = os.fdopen(fd, "ab", buffering=0)  # closed in finally
                 self._size = self._results.seek(0, os.SEEK_END)
             except OSError as exc:
                 raise storage_error(exc, self.path / RESULTS, "open") from None
@@ -156,7 +153,7 @@ class RunDir:
         wrote it; a one-line RunDirError when it is absent, unreadable, not an object, or of a version not read here."""
         try:
             with os.fdopen(open_regular(self.path / CONFIG, os.O_RDONLY)[0], "rb") as handle:
-                data = json.loads(handle.read().decode("utf-8"))
+                data = parse_json(handle.read().decode("utf-8"))
         except FileNotFoundError:
             raise RunDirError(f"{str(self.path)!r} is not a ttscale run: no {CONFIG}") from None
         except RunDirError:
@@ -190,22 +187,19 @@ class RunDir:
         if self._results is None:
             raise RuntimeError("RunDir.append outside open_for_writing()")
         lines = [stamp_record(record, where=self.path / RESULTS) for record in records]
+        data = b"".join(_utf8(json.dumps(record, ensure_ascii=False, default=str) + "\n", record) for record in lines)
         try:
-            for record in lines:
-                try:
-                    jsonlines.Writer(self._results, dumps=_dumps).write(record)
-                except UnicodeEncodeError:  # lone surrogates (a model's broken bytes): JSON escapes read back the same
-                    jsonlines.Writer(self._results, dumps=_dumps_ascii).write(record)
-            self._results.flush()
+            view = memoryview(data)
+            while view:  # a short write (a disk filling up) is continued, and fails on the next call
+                view = view[self._results.write(view) or 0:]
             os.fsync(self._results.fileno())
         except OSError as exc:
             # Part of a line may have reached the file: cut it off, or the next append would glue
             # onto it and turn a good record into a bad middle line.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._results.fileno(), self._size)
-                self._results.seek(self._size)
             raise storage_error(exc, self.path / RESULTS, "append to") from None
-        self._size = self._results.tell()
+        self._size += len(data)
 
     def records(self) -> list[dict[str, Any]]:
         """Finished problems, first record per id (a torn last line is ignored), each in today's shape whatever
@@ -284,6 +278,10 @@ class RunDir:
                         bad_line = number
                         continue
                     record = migrate_record(record, where=f"{path}:{number}")  # each line by its own version
+                    problem = record_problem(record)  # every reader (a resume too) refuses an edited record alike
+                    if problem is not None:
+                        raise RunDirError(f"{path}: the record of problem {record.get('id')!r}: {problem} (fix or "
+                                          "delete that line)")
                     if raw.endswith(b"\n"):
                         state.add(record, len(raw))
                     else:  # the last line, whole but for its newline
@@ -357,7 +355,6 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return record
 
 
-#: How a results line is encoded: UTF-8 as written, anything else as text (paths, enums).
 class GroupCommit:
     """Durable appends for many problems finishing at once: each `append` returns once its line is fsynced
     (the guarantee of `RunDir.append`), but the lines that finish while one fsync runs share the next one,
@@ -398,10 +395,6 @@ class GroupCommit:
             for _, done in group:
                 if not done.done():
                     done.set_result(None)
-
-
-_dumps = functools.partial(json.dumps, ensure_ascii=False, default=str)
-_dumps_ascii = functools.partial(json.dumps, ensure_ascii=True, default=str)
 
 
 def _utf8(text: str, data: Any, **dump: Any) -> bytes:

@@ -25,11 +25,12 @@ from ttscale.engine.openai import OpenAIConfig
 from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
 from ttscale.runner import Prepared, RunSpec
+from ttscale.runstore.names import SWEEP
 from ttscale.runstore.run_config import check_resume, write_config
+from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.strategies import STRATEGIES
 
-SWEEP = "sweep.json"
 #: Run seed of the held-out difficulty pool: requests are seeded by it, so it shares no sample with any candidate cell.
 HOLDOUT_SEED = -1
 _SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
@@ -214,7 +215,7 @@ def _canonical_budget(text: str) -> str:
 def load_spec(root: str | Path) -> SweepSpec:
     path = Path(root) / SWEEP
     try:
-        return SweepSpec.from_dict(json.loads(path.read_text(encoding="utf-8"))["spec"])
+        return SweepSpec.from_dict(parse_json(path.read_text(encoding="utf-8"))["spec"])
     except FileNotFoundError:
         raise ValueError(f"{str(root)!r} is not a ttscale sweep: no {SWEEP}") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ttscale.engine.base import EngineClient
 from ttscale.runner import Prepared, execute, prepare
+from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.run_config import redact_argv
 from ttscale.runstore.storage import CONFIG, SUMMARY, RunDir
 from ttscale.schema import Problem
@@ -19,11 +20,16 @@ from ttscale.sweeps.replay import derive_cell
 from ttscale.version import __version__
 
 
-def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None) -> None:
-    """Start a new sweep directory; refuses one that already holds a sweep."""
+def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None = None,
+                 what: str = "a ttscale sweep") -> None:
+    """Start a new sweep directory (`what` it is for the messages: a comparison runs as a sweep); refuses one that
+    already holds a sweep, a run, or anything else: a new sweep needs a new or empty folder."""
     path = Path(root)
-    if (path / SWEEP).exists():
+    entries = [e for e in folder_entries(path, what=what) if not e.startswith(f".{SWEEP}.")]  # a write cut off
+    if SWEEP in entries:
         raise ValueError(f"{str(path)!r} already holds a sweep: continue it with --resume, or pick another --out")
+    if entries:  # a run (`compare RUN` would then read the sweep's cell), or someone's files
+        refuse_folder(path, entries, what=what)
     for cell in spec.cells() + holdout_cells(spec):  # every parameter checked before any engine starts
         prepare_cell(spec, cell, root)
     path.mkdir(parents=True, exist_ok=True)
