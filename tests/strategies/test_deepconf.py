@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -114,11 +114,14 @@ def test_online_aborts_a_trace_at_its_first_window_below_the_threshold_and_meter
     assert ctx.ledger.spent <= 4096
 
 
+_Trace = tuple[str | None, int, float, int | None]
+
+
 class _Scripted(SimulatedArithmeticPolicy):
     """SIMULATED: the k-th trace drawn (0-based, warm-up first) is traces[k] = (answer or None, tokens, token
     confidence, the token from which the confidence falls to 1.0 or None): answers and confidences by hand."""
 
-    def __init__(self, traces: list[tuple[str | None, int, float, int | None]]) -> None:
+    def __init__(self, traces: Sequence[_Trace]) -> None:
         super().__init__(seed=0)
         self.traces = traces
         self.drawn = 0
@@ -134,7 +137,7 @@ class _Scripted(SimulatedArithmeticPolicy):
                           confidences=tuple([confidence] * at + [1.0] * (length - at)))
 
 
-def _online(traces: list[tuple[str | None, int, float, int | None]], **params: Any) -> tuple[Any, _Scripted]:
+def _online(traces: Sequence[_Trace], **params: Any) -> tuple[Any, _Scripted]:
     policy = _Scripted(traces)
     ctx = make_context(policy, "8k", problem_index=2)
     p = DeepConfParams(mode="online", max_tokens=64, parallel=1, **params)
@@ -217,7 +220,7 @@ def test_online_never_exceeds_the_budget_or_n(parallel: int, n: int | None, samp
     policy = SimulatedArithmeticPolicy(seed=5, p_correct=0.4, confidence_drop=1.5)
     ctx = make_context(policy, "1500", problem_index=9)
     p = DeepConfParams(mode="online", warmup=4, window=6, eta=0.9, max_tokens=64, parallel=parallel, n=n,
-                       sampling=sampling)  # type: ignore[arg-type]
+                       sampling=sampling)
     answer = asyncio.run(deepconf(ctx.problem, ctx, p))
     assert ctx.ledger.spent <= 1500 and ctx.ledger.spent == policy.generated_tokens
     assert answer.info["n"] == len(answer.samples) == (12 if n else answer.info["n"])
