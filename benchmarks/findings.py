@@ -255,9 +255,9 @@ def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tu
         ratio_of_means(per_problem(sc, tokens), per_problem(dc, tokens)),
         accuracy_difference(by_problem(dc, correct), by_problem(sc, correct)),
         paper=PAPER_DEEPCONF_FACTOR, names=("self-consistency", "DeepConf"))
-    infos = [record["info"] for repeat in dc for record in repeat]
-    threshold = sum(i["stopped"]["threshold"] for i in infos)
-    consensus = sum(i["stopped"]["consensus"] for i in infos)
+    infos = [record.get("info") or {} for repeat in dc for record in repeat]  # an errored problem has none
+    threshold = sum(i.get("stopped", {}).get("threshold", 0) for i in infos)
+    consensus = sum(i.get("stopped", {}).get("consensus", 0) for i in infos)
     ended = sum(bool(i.get("consensus_stop")) for i in infos)
     return ("F9 DeepConf-low reaches self-consistency's accuracy with fewer tokens", found.verdict,
             f"{traces} traces, {online['warmup']} warm-up: {found.measured}; traces aborted by confidence "
