@@ -247,19 +247,26 @@ def main() -> None:
 
 def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:
     """F9: N traces per problem either way; DeepConf-low online (η = 10%) stops the traces whose 16-token window
-    falls below the warm-up's 90th percentile and stops sampling at a 95% consensus. Warm-up N/4 (at least 4):
-    the paper's 16 of 256 would leave 2 of 32 traces to set a percentile by."""
+    falls below the warm-up's 90th percentile and, as the paper's adaptive sampling (`sampling=adaptive`; the
+    reference code has no such stop), stops sampling at a 95% consensus of every warm-up trace and the final traces
+    above the threshold. Warm-up N/4 (at least 4): the paper's 16 of 256 would leave 2 of 32 traces to set a
+    percentile by."""
     budget = str(traces * 128)
     sc = run(sync, strategy="self_consistency", budget=budget, params={"n": traces, "max_tokens": 128}, **common)
     online = {"mode": "online", "n": traces, "max_tokens": 128, "warmup": max(4, traces // 4), "window": 16,
-              "eta": 0.1}
+              "eta": 0.1, "sampling": "adaptive"}
     dc = run(sync, strategy="deepconf", budget=budget, params=online, **common)
     found = fewer_tokens_at_matching_accuracy(
         ratio_of_means(per_problem(sc, tokens), per_problem(dc, tokens)),
         accuracy_difference(by_problem(dc, correct), by_problem(sc, correct)),
         paper=PAPER_DEEPCONF_FACTOR, names=("self-consistency", "DeepConf"))
+    infos = [record.get("info") or {} for repeat in dc for record in repeat]  # an errored problem has none
+    threshold = sum(i.get("stopped", {}).get("threshold", 0) for i in infos)
+    consensus = sum(i.get("stopped", {}).get("consensus", 0) for i in infos)
+    ended = sum(bool(i.get("consensus_stop")) for i in infos)
     return ("F9 DeepConf-low reaches self-consistency's accuracy with fewer tokens", found.verdict,
-            f"{traces} traces, {online['warmup']} warm-up: {found.measured}")
+            f"{traces} traces, {online['warmup']} warm-up: {found.measured}; traces aborted by confidence "
+            f"{threshold}, at consensus {consensus}; consensus ended sampling in {ended} of {len(infos)} runs")
 
 
 def adaptive_row(path: str | None) -> tuple[str, str, str]:

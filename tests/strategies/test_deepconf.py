@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.adaptive.sim import PoolReplayEngine, prepared_for
 from ttscale.runner import solve
-from ttscale.schema import Generation, Sample, SamplingParams
+from ttscale.schema import Completion, Generation, Sample, SamplingParams
 from ttscale.strategies.deepconf import DeepConfParams, deepconf, select_offline
 from ttscale.sweeps import GridEntry, SweepSpec
 from ttscale.sweeps.replay import derive_record
@@ -48,6 +48,26 @@ def test_filtering_keeps_the_top_eta_by_the_chosen_score() -> None:
     by_mean = select_offline(dipped, DeepConfParams(eta=0.5, score="mean"))
     by_least = select_offline(dipped, DeepConfParams(eta=0.5, score="lowest_group", window=2))
     assert by_mean[0] == "x" and by_least[0] == "y"
+
+
+def test_offline_takes_the_percentile_over_the_traces_that_state_an_answer() -> None:
+    # issue 44's hand example: ten traces, the most confident of them states no answer. Each trace is [a, a, b, b]
+    # with window 2, so its lowest group is min(a, b) and its tail (the last 2 tokens) b.
+    def trace(answer: str | None, a: float, b: float) -> Sample:
+        return Sample(text=f"The answer is {answer}." if answer else "No idea.", answer=answer, num_tokens=4,
+                      confidences=(a, a, b, b))
+
+    samples = [trace(None, 9, 9), trace("5", 1, 8), trace("7", 8, 7), trace("7", 6, 6),
+               *(trace("5", c, c) for c in (0.5, 1, 2, 3, 4, 5))]
+    # η = 0.1, lowest group: over all ten only the unanswered trace clears the 90th percentile (a vote of
+    # nothing: None); over the nine answered ones, the "7" whose lowest group is 7.
+    low = select_offline(samples, DeepConfParams(eta=0.1, score="lowest_group", window=2))
+    assert low[0] == "7" and low[2]["kept"] == 1 and low[2]["answered"] == 9 and low[2]["threshold"] == 7
+    # η = 0.3, tail: over all ten the top three are None, "5" (8) and "7" (7) → "5"; over the nine answered ones
+    # "5" (8), "7" (7) and "7" (6) → "7" by 13 to 8.
+    tail = select_offline(samples, DeepConfParams(eta=0.3, score="tail", window=2))
+    assert tail[0] == "7" and tail[2]["votes"] == {"5": 8.0, "7": 13.0} and tail[2]["kept"] == 3
+    assert [s.score for s in tail[1]][:3] == [9, 8, 7]  # every trace keeps its score, the unanswered one too
 
 
 def test_offline_on_the_simulator_keeps_confidences_for_replay() -> None:
@@ -94,23 +114,113 @@ def test_online_aborts_a_trace_at_its_first_window_below_the_threshold_and_meter
     assert ctx.ledger.spent <= 4096
 
 
-def test_online_stops_sampling_at_consensus() -> None:
-    # Every trace right: the warm-up's vote is unanimous (β = 1 ≥ τ), so no further trace is drawn.
-    policy = SimulatedArithmeticPolicy(seed=0, p_correct=1.0, p_recheck=0.0)
+_Trace = tuple[str | None, int, float, int | None]
+
+
+class _Scripted(SimulatedArithmeticPolicy):
+    """SIMULATED: the k-th trace drawn (0-based, warm-up first) is traces[k] = (answer or None, tokens, token
+    confidence, the token from which the confidence falls to 1.0 or None): answers and confidences by hand."""
+
+    def __init__(self, traces: Sequence[_Trace]) -> None:
+        super().__init__(seed=0)
+        self.traces = traces
+        self.drawn = 0
+
+    def _sample(self, expression: str, value: int, reply: str, params: SamplingParams) -> Completion:
+        answer, length, confidence, drop = self.traces[self.drawn]
+        self.drawn += 1
+        # The answer closes the trace: a trace aborted before its end states none.
+        text = (f"The answer is {answer}." if answer is not None else "No idea.").rjust(length)
+        tokens = tuple(self.tokenize(text))
+        at = length if drop is None else drop
+        return Completion(text=text, token_ids=tokens, logprobs=tuple(-0.1 for _ in tokens),
+                          confidences=tuple([confidence] * at + [1.0] * (length - at)))
+
+
+def _online(traces: Sequence[_Trace], **params: Any) -> tuple[Any, _Scripted]:
+    policy = _Scripted(traces)
     ctx = make_context(policy, "8k", problem_index=2)
-    answer = asyncio.run(deepconf(ctx.problem, ctx, DeepConfParams(mode="online", warmup=4, window=4,
-                                                                   max_tokens=64)))
-    assert answer.prediction == ctx.problem.reference
-    assert answer.info["n"] == 4 and answer.info["consensus"] == 1.0 and len(policy.requests) == 1
-    assert ctx.ledger.spent < 4 * 64 + 1  # the rest of the 8k budget is left unspent
+    p = DeepConfParams(mode="online", max_tokens=64, parallel=1, **params)
+    return asyncio.run(deepconf(ctx.problem, ctx, p)), policy
 
 
+def test_online_reference_drops_a_finished_trace_below_the_threshold_from_the_vote() -> None:
+    # issue 44: warm-up of 4 at C = 3.0 → s = 3.0. Two final traces shorter than the 32-token window at C = 1.0 are
+    # never aborted (no full window) but the reference drops them afterwards (C_least = their mean < s); a long one
+    # falls to 1.0 at token 20 and is aborted at its first full window (tokens 0-31: (20·3 + 12) / 32 < 3).
+    # Voters: the 4 warm-up traces, not 6.
+    warm = [("7", 40, 3.0, None)] * 4
+    answer, policy = _online([*warm, ("9", 18, 1.0, None), ("9", 18, 1.0, None), ("9", 40, 3.0, 20)],
+                             n=7, warmup=4, window=32)
+    info = answer.info
+    assert info["threshold"] == 3.0 and info["sampling"] == "reference"
+    assert info["voters"] == 4 and info["dropped"] == 2 and info["votes"] == {"7": 12.0}
+    assert info["stopped"] == {"threshold": 1, "consensus": 0} and policy.aborted == 1
+    assert info["n"] == 7 and answer.prediction == "7"
+    assert [s.num_tokens for s in answer.samples if s.stopped] == [32]
+
+
+def test_online_reference_draws_every_trace_even_when_all_agree() -> None:
+    # The reference code has no consensus stop: N = 12 traces, all "7", all drawn.
+    answer, policy = _online([("7", 20, 3.0, None)] * 12, n=12, warmup=4, window=8)
+    assert answer.info["n"] == 12 == policy.drawn and len(policy.requests) == 1 + 8
+    assert answer.info["consensus_stop"] is False and answer.info["voters_at_stop"] is None
+    assert answer.info["voters"] == 12 and answer.info["stopped"] == {"threshold": 0, "consensus": 0}
+
+
+_WARM = [3.0, 3.1, 3.2, 3.3]
+"""Warm-up confidences: at η = 0.1, s = their 90th percentile = 3.27, which only the most confident clears."""
+
+
+def test_adaptive_sampling_does_not_stop_when_the_warm_up_answers_all_differ() -> None:
+    # issue 48: the warm-up's own percentile left one voter (β = 1) and sampling ended after the warm-up. The
+    # paper's V holds all four warm-up traces (β = 1/4 and less): every one of N = 10 traces is drawn.
+    warm = [(str(k), 20, c, None) for k, c in enumerate(_WARM, start=1)]
+    final = [(str(k), 20, 3.5, None) for k in range(5, 11)]
+    answer, policy = _online([*warm, *final], n=10, warmup=4, window=8, eta=0.1, sampling="adaptive")
+    info = answer.info
+    assert info["threshold"] == pytest.approx(3.27)
+    assert info["n"] == 10 == policy.drawn and info["voters"] == 10
+    assert info["consensus_stop"] is False and info["voters_at_stop"] is None
+    assert info["stopped"] == {"threshold": 0, "consensus": 0} and info["dropped"] == 0
+    assert answer.prediction == "5"  # the heaviest single vote: a final trace at 3.5
+
+
+@pytest.mark.parametrize(("min_voters", "drawn"), [(4, 5), (7, 7)])
+def test_adaptive_sampling_stops_at_consensus_after_a_final_trace_with_enough_voters(
+    min_voters: int, drawn: int
+) -> None:
+    # Every trace says "7". Algorithm 2 checks β after each final trace: after the first, V holds the 4 warm-up
+    # traces and it (β = 1 ≥ τ): sampling ends with 5 of N = 16 drawn. With min_voters = 7 it ends at 7 voters.
+    traces = [("7", 20, c, None) for c in _WARM] + [("7", 20, 3.5, None)] * 12
+    answer, policy = _online(traces, n=16, warmup=4, window=8, eta=0.1, sampling="adaptive", min_voters=min_voters)
+    info = answer.info
+    assert info["consensus_stop"] is True and info["voters_at_stop"] == drawn == info["voters"]
+    assert info["n"] == drawn == policy.drawn and info["consensus"] == 1.0
+    assert info["stopped"] == {"threshold": 0, "consensus": 0} and answer.prediction == "7"
+
+
+def test_adaptive_sampling_counts_aborted_and_dropped_traces_apart_from_voters() -> None:
+    # Warm-up "1".."4" (β ≤ 1/4); then an aborted trace, a short one dropped below s, and "7"s until the vote
+    # turns: V = four warm-up votes (3.0-3.3) + "7"s at 3.5; β ≥ 0.95 needs 7's weight ≥ 19 × 12.6 ≈ 239: never
+    # within N = 12, so all are drawn and the counts are exact.
+    warm = [(str(k), 20, c, None) for k, c in enumerate(_WARM, start=1)]
+    final = [("9", 20, 3.5, 10), ("9", 6, 1.0, None), *[("7", 20, 3.5, None)] * 6]
+    answer, _ = _online([*warm, *final], n=12, warmup=4, window=8, eta=0.1, sampling="adaptive")
+    info = answer.info
+    assert info["n"] == 12 and info["stopped"] == {"threshold": 1, "consensus": 0} and info["dropped"] == 1
+    assert info["voters"] == 10 and info["consensus_stop"] is False and answer.prediction == "7"
+    assert info["votes"]["7"] == pytest.approx(6 * 3.5)
+
+
+@pytest.mark.parametrize("sampling", ["reference", "adaptive"])
 @pytest.mark.parametrize("parallel", [1, 4])
 @pytest.mark.parametrize("n", [None, 12])
-def test_online_never_exceeds_the_budget_or_n(parallel: int, n: int | None) -> None:
+def test_online_never_exceeds_the_budget_or_n(parallel: int, n: int | None, sampling: str) -> None:
     policy = SimulatedArithmeticPolicy(seed=5, p_correct=0.4, confidence_drop=1.5)
     ctx = make_context(policy, "1500", problem_index=9)
-    p = DeepConfParams(mode="online", warmup=4, window=6, eta=0.9, max_tokens=64, parallel=parallel, n=n)
+    p = DeepConfParams(mode="online", warmup=4, window=6, eta=0.9, max_tokens=64, parallel=parallel, n=n,
+                       sampling=sampling)
     answer = asyncio.run(deepconf(ctx.problem, ctx, p))
     assert ctx.ledger.spent <= 1500 and ctx.ledger.spent == policy.generated_tokens
     assert answer.info["n"] == len(answer.samples) == (12 if n else answer.info["n"])
@@ -138,6 +248,8 @@ def test_a_watched_request_on_an_engine_that_cannot_stream_is_refused_in_one_lin
     ({"top_k": 21}, "top_k must be in"),
     ({"mode": "online", "n": 8, "warmup": 16}, "n must be ≥ warmup"),
     ({"consensus": 1.5}, "consensus must be in"),
+    ({"sampling": "eager"}, "sampling must be reference or adaptive, got 'eager'"),
+    ({"min_voters": 0}, "min_voters must be ≥ 1, got 0"),
 ])
 def test_params_are_checked_at_construction(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
