@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+from collections.abc import Iterator
 
 from ttscale.progress import Progress
 
@@ -58,20 +59,21 @@ def test_a_disabled_progress_still_counts_and_prints_nothing() -> None:
     assert progress.generated == 7 and progress.done == 1 and shown.getvalue() == ""
 
 
-def test_while_every_problem_is_in_flight_the_bar_moves_with_tokens_and_estimates_within_a_factor_of_2() -> None:
-    # The demo's shape (issue 43): 20 beam searches all in flight from the start, each generating at a steady rate
-    # until it has spent 60-100% of its 8k budget, the first finishing at 60% of the run. A bar of problems
-    # stayed at 0/20 with no estimate until then, and then read the first problem's time as the rate of all.
-    rng = random.Random(0)
+def _beam_like_run(*, seed: int, silent: float) -> Iterator[tuple[float, Progress, float | None, float]]:
+    """The demo's shape (issue 43): 20 beam searches all in flight from the start, each generating 40 tokens a
+    second until it has spent 60-100% of its 8k budget, after `silent` seconds in which nothing moves (the engine's
+    start and first prefill). Yields (time, progress, estimate, true time left) after each second."""
+    rng = random.Random(seed)
     totals = [rng.randint(4_800, 8_000) for _ in range(20)]
-    rate = 40  # tokens a second, each problem
-    end = max(totals) / rate
+    rate = 40
+    end = silent + max(totals) / rate
     now = [0.0]
     progress = Progress(problems=20, token_budget=20 * 8_000, enabled=False, clock=lambda: now[0])
-    spent = [0] * 20
     for _ in totals:
         progress.problem_started()
-    checked = 0
+    now[0] = silent
+    assert progress.estimate() is None  # nothing moved yet: no estimate, not a guess
+    spent = [0] * 20
     while progress.done < 20:
         now[0] += 1
         for i, total in enumerate(totals):
@@ -82,43 +84,29 @@ def test_while_every_problem_is_in_flight_the_bar_moves_with_tokens_and_estimate
                 progress.request_finished(step)
                 if spent[i] == total:
                     progress.problem_done(generated_tokens=total)
-        left, truth = progress.estimate(), end - now[0]
-        if now[0] <= 5:  # the bar moves from the first seconds, with an estimate
+        yield now[0], progress, progress.estimate(), end - now[0]
+
+
+def test_while_every_problem_is_in_flight_the_bar_moves_with_tokens_and_estimates_within_a_factor_of_2() -> None:
+    # A bar of problems stayed at 0/20 with no estimate until the first problem finished (60% of the run), and
+    # then read the first problem's time as the rate of all.
+    checked = 0
+    for now, progress, left, truth in _beam_like_run(seed=0, silent=0.0):
+        if now <= 5:  # the bar moves from the first seconds, with an estimate
             assert progress.work_done() > 0 and left is not None
-        if now[0] >= 0.375 * end and truth >= 0.25 * end:  # from the demo's first minute (of 2 min 40 s) on
-            assert left is not None and 0.5 <= left / truth <= 2, (now[0], left, truth)
+        if now >= 0.375 * (now + truth) and truth >= 0.25 * (now + truth):  # from the demo's first minute on
+            assert left is not None and 0.5 <= left / truth <= 2, (now, left, truth)
             checked += 1
     assert checked >= 50 and progress.work_done() == 1.0 and progress.estimate() == 0.0
 
 
 def test_the_pace_is_read_from_the_first_work_not_from_the_engine_start() -> None:
-    # The demo on a loaded machine: the engine's start and first prefill took 46 s in which nothing moved; read as
-    # part of the rate, that made the estimate 2.6 times too long at the first minute. The same schedule as above,
-    # after 45 s of nothing.
-    rng = random.Random(1)
-    totals = [rng.randint(4_800, 8_000) for _ in range(20)]
-    rate, silent = 40, 45.0
-    end = silent + max(totals) / rate
-    now = [0.0]
-    progress = Progress(problems=20, token_budget=20 * 8_000, enabled=False, clock=lambda: now[0])
-    for _ in totals:
-        progress.problem_started()
-    now[0] = silent
-    assert progress.estimate() is None  # nothing moved yet: no estimate, not a guess
-    spent = [0] * 20
+    # The demo on a loaded machine: nothing moved for 46 s; read as part of the rate, that made the estimate 2.6
+    # times too long at the first minute.
     checked = 0
-    while progress.done < 20:
-        now[0] += 1
-        for i, total in enumerate(totals):
-            if spent[i] < total:
-                step = min(rate, total - spent[i])
-                spent[i] += step
-                progress.add_tokens(step)
-                if spent[i] == total:
-                    progress.problem_done(generated_tokens=total)
-        left, truth = progress.estimate(), end - now[0]
-        if now[0] >= 60 and truth >= 0.25 * end:  # from the first minute on
-            assert left is not None and 0.5 <= left / truth <= 2, (now[0], left, truth)
+    for now, _, left, truth in _beam_like_run(seed=1, silent=45.0):
+        if now >= 60 and truth >= 0.25 * (now + truth):  # from the first minute on
+            assert left is not None and 0.5 <= left / truth <= 2, (now, left, truth)
             checked += 1
     assert checked >= 100
 
