@@ -127,7 +127,8 @@ def test_the_agent_on_the_real_embedded_model_proposes_within_the_space(api_engi
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--space", "genrm", "--setting", "solutions=0,1"], "n must be"),
+        (["--space", "genrm", "--setting", "solutions=0,1"],
+         "its cell `genrm max_tokens=128 n=0 verifications=1 verify_tokens=64` (budget 2048) cannot run: n must be"),
         (["--space", "sleep_time"], "sleep_time"),
         (["--space", "genrm", "--task-option", "per_level=NaN"], "per_level must be an integer ≥ 1, got nan"),
     ],

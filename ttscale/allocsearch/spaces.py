@@ -127,7 +127,12 @@ def check_cells(study: Study, *, root: str | Path, task: str, limit: int | None,
     spec = study_sweep(study, task=task, limit=limit, seed=seed, engine_config=engine_config,
                        task_options=task_options)
     for cell in spec.cells():
-        prepare_cell(spec, cell, root)
+        try:
+            prepare_cell(spec, cell, root)
+        except ValueError as exc:  # which point of the space, not only what the strategy refused in it
+            point = " ".join([cell.strategy, *(f"{k}={v}" for k, v in sorted(cell.params.items()))])
+            raise ValueError(f"space {study.space.name}: its cell `{point}` (budget {cell.budget}) cannot run: "
+                             f"{exc}") from None
 
 
 class SweepEvaluator:
