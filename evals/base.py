@@ -64,11 +64,22 @@ class GeneratedProblems(Sequence[Problem]):
         with self._lock:
             if self._source is None:
                 self._source = self._generate()
+                for _ in self._made:  # made before a copy was pickled (a Ray worker's): the same problems again
+                    next(self._source)
             while len(self._made) < min(count, self._count):
                 self._made.append(next(self._source))
 
     def __len__(self) -> int:
         return self._count
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A task travels to Ray workers pickled: its half-read generator and its lock cannot, the problems made can.
+        with self._lock:
+            return {"count": self._count, "generate": self._generate, "made": list(self._made)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["count"], state["generate"])  # type: ignore[misc]
+        self._made = state["made"]
 
     @overload
     def __getitem__(self, index: int) -> Problem: ...

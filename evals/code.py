@@ -225,6 +225,14 @@ class CodeTask:
         self._sandbox: Sandbox | None = None
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled to Ray workers: each makes its own sandbox (a lock and a probed isolation do not travel).
+        return {**self.__dict__, "_sandbox": None, "_lock": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # -- what a subclass provides ------------------------------------------------------------------
     def _load(self) -> list[Problem]:
         raise NotImplementedError

@@ -57,6 +57,20 @@ def test_generated_problems_behave_as_the_list_they_stand_for() -> None:
     assert problems == list(problems) and problems != list(problems)[:3] and problems != "abcd"
 
 
+@pytest.mark.parametrize("name", ["arithmetic", "arithmetic_stateful", "code"])
+def test_a_generated_task_travels_pickled_with_the_problems_it_made(name: str) -> None:
+    # Ray hands a prepared run, its task included, to each worker pickled: a half-read generator and a lock
+    # cannot be pickled (the distributed run failed with "cannot pickle 'generator' object").
+    import pickle
+
+    task = load_task(name, per_level=5)
+    problems = task.problems()
+    first = problems[:3]  # made before the copy
+    copy = pickle.loads(pickle.dumps(task))
+    again = copy.problems()
+    assert again[:3] == first and list(again) == list(problems) and len(again) == len(problems)
+
+
 @pytest.mark.parametrize("value", [1.5, math.nan, math.inf, "3", True, 0, -2])
 @pytest.mark.parametrize("name", ["arithmetic", "arithmetic_stateful", "code"])
 def test_a_count_that_is_not_a_positive_integer_is_refused_by_name(name: str, value: Any) -> None:
