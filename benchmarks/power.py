@@ -9,6 +9,8 @@ claim is then read off the interval by the rules of benchmarks/verdicts.py (abov
 h for a ratio). tests/stats/test_power.py runs the same check on fewer experiments.
 
     python benchmarks/power.py [--experiments 1000] [--seed 0]
+
+The last line is the provenance (command, CPU flags, versions: benchmarks/provenance.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 import time
 
 import numpy as np
+from provenance import provenance, provenance_line
 
 from ttscale.stats.power import Accuracy, Claim, Ratio, accuracy_problems, ratio_problems, simulate_ratio_power
 from ttscale.stats.proportions import paired_proportions
@@ -98,6 +101,7 @@ def main() -> None:
     se = math.sqrt(0.8 * 0.2 / args.experiments)
     print(f"\n{args.experiments} experiments per row (Monte-Carlo SE at 80%: {100 * se:.1f} points); "
           f"{time.perf_counter() - began:.0f} s")
+    print(provenance_line(provenance()))
 
 
 if __name__ == "__main__":

@@ -127,13 +127,14 @@ async def _chain(ctx: Context, p: BudgetForcingParams, fmt: ThinkingFormat) -> t
             break
         ended_at = used if ended_at is None else ended_at
         below_minimum = p.min_thinking is None or used < p.min_thinking
-        if waits >= p.waits or not below_minimum or p.thinking_budget - used - waits * len(wait) < len(wait):
+        # A forced word needs room for itself and at least one token thought after it (as s1 forces one only while
+        # tokens are left to generate): one that filled B_think exactly forced a cut thought, no continuation.
+        if waits >= p.waits or not below_minimum or p.thinking_budget - used - waits * len(wait) <= len(wait):
             cut = False
             break
         thinking += wait
         waits += 1
         ctx.ledger.tally("forced_tokens", len(wait))  # prompt tokens of the next request, not generated ones
-    # (The loop ends without a break only when a forced word filled B_think: that thinking was cut too.)
     if not thinking and ctx.ledger.exhausted:
         return None
     thought = ctx.engine.detokenize(thinking)
