@@ -135,13 +135,20 @@ def test_with_the_models_delimiter_token_a_cut_thought_gets_the_newline_s1_adds(
     assert _after_prompt(engine, 1) == "<think>\nI add 2 and 3.\n</think>"
 
 
-def test_a_forced_word_that_fills_the_budget_leaves_a_cut_thought() -> None:
-    # "First." and its delimiter are 16 generated tokens; "Wait" makes 20 = B_think: no room to think on after it.
+def test_a_forced_word_needs_room_to_think_after_it() -> None:
+    # "First." and its delimiter are 16 generated tokens; "Wait" would make 20 = B_think and leave no token to think
+    # on. s1 forces a wait only while tokens are left to generate after it, so none is forced: the model's own end
+    # of thinking stands (a wait that filled B_think used to end the thought cut, with no continuation).
     engine = Scripted("First.\n</think>\n", "5")
     answer, _ = _run(engine, budget_forcing, BudgetForcingParams(thinking_budget=20, waits=1))
     assert len(engine.requests) == 2
-    assert _after_prompt(engine, 1) == "<think>\nFirst.Wait\n</think>\n" + CUE
-    assert answer.info["chains"][0]["thinking_cut"] is True and answer.info["chains"][0]["waits"] == 1
+    assert _after_prompt(engine, 1) == "<think>\nFirst.\n</think>\n"
+    assert answer.info["chains"][0]["thinking_cut"] is False and answer.info["chains"][0]["waits"] == 0
+    # One token more, and the wait is forced, with that token to think on.
+    engine = Scripted("First.\n</think>\n", "A", "5")
+    answer, _ = _run(engine, budget_forcing, BudgetForcingParams(thinking_budget=21, waits=1))
+    assert engine.requests[1][1].max_tokens == 1 and _after_prompt(engine, 1) == "<think>\nFirst.Wait"
+    assert answer.info["chains"][0]["waits"] == 1
 
 
 # -- budget forcing: forced words counted one way in info, sample and ledger ------------------------------------
