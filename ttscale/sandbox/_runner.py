@@ -33,8 +33,8 @@ _FLIP = bytes(range(256)).translate(bytes((value ^ 0xA5) for value in range(256)
 _PLAIN = (int, float, complex, bool, str, bytes, type(None))
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 # Bound when the harness loads: the candidate function, called by the tests, may replace builtins.type before
-# it returns (the guard below must not ask the candidate's `type` what it returned).
-_type, _dict, _reversed = type, dict, reversed
+# it returns (the guard below, and the description of an error it raised, must ask no builtin of the candidate's).
+_type, _dict, _reversed, _issubclass, _str = type, dict, reversed, issubclass, str
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (the candidate's), not a builtin
 _CODE: Any = type(compile("", "", "exec"))  # types.CodeType, without importing types
 _FUNCTION: Any = type(lambda: None)  # types.FunctionType
@@ -117,19 +117,19 @@ def _field(owner: type, name: str, error: BaseException) -> Any:
 
 def _message(error: BaseException) -> str:
     """The exception's message, formatted by builtin code from plain values only (else a placeholder)."""
-    kind = type(error)
-    if issubclass(kind, SyntaxError):  # the C-level subtype test: no __subclasscheck__ of the candidate's runs
+    kind = _type(error)
+    if _issubclass(kind, SyntaxError):  # the C-level subtype test: no __subclasscheck__ of the candidate's runs
         message = _field(SyntaxError, "msg", error)
-        return message if type(message) is str else ""
+        return message if _type(message) is str else ""
     args = _field(BaseException, "args", error)
     if not _is_plain(args):
         return "<the message holds objects of the program's>"
-    builtin = not type.__dict__["__flags__"].__get__(kind) & _HEAP_TYPE
-    if builtin and issubclass(kind, OSError):  # OSError's text also shows its file names
+    builtin = not _type.__dict__["__flags__"].__get__(kind) & _HEAP_TYPE
+    if builtin and _issubclass(kind, OSError):  # OSError's text also shows its file names
         builtin = _is_plain((_field(OSError, "filename", error), _field(OSError, "filename2", error)))
     # A builtin class's own __str__ over plain values runs no code of the candidate's; a class of its own may
     # override __str__, so its message is made from the arguments only.
-    return str(error) if builtin else BaseException.__str__(error)
+    return _str(error) if builtin else BaseException.__str__(error)
 
 
 def _is_plain(value: Any) -> bool:
