@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ttscale.budget import Budget
-from ttscale.evals.metrics import wilson_interval
+from ttscale.stats.proportions import wilson_interval
 
 
 def summarize(
