@@ -47,8 +47,9 @@ def write_config(
     from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
-    if prepared.spec.server is not None:  # never a user:password or a query value from the URL
-        spec["server"]["base_url"] = prepared.spec.server.public_url()
+    public_url = getattr(prepared.spec.server, "public_url", None)
+    if public_url is not None:  # never a user:password or a query value from the URL (a served model's)
+        spec["server"]["base_url"] = public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
     run_dir.write_config(
         {
