@@ -18,7 +18,7 @@ demo: prepare
 test: prepare chromium
 	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks
 	$(PY) -m mypy ttscale strategies verifiers evals
-	$(VENV)/bin/lint-imports
+	$(PY) tools/lint_imports.py
 	$(PY) -m pytest tests --durations=25
 
 install: $(STAMP)

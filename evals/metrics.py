@@ -17,18 +17,7 @@ import numpy as np
 
 from ttscale.evals.subsample import SubsampleOptions, majority_expectation
 from ttscale.stats.bootstrap import percentile_interval, resample_indices
-
-
-def wilson_interval(successes: int, total: int, *, z: float = 1.959963984540054) -> tuple[float, float]:
-    """95% Wilson score interval for a binomial proportion (well-behaved at 0 and 1, small n)."""
-    if total <= 0:
-        return (0.0, 1.0)
-    p = successes / total
-    denom = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denom
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
+from ttscale.stats.proportions import wilson_interval  # noqa: F401  (its home is stats; named here as before)
 
 # -- pass@k and coverage -----------------------------------------------------------------------
 

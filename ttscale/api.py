@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ttscale.engine import backend_for
 from ttscale.engine.base import EngineConfig
 from ttscale.session import Engine, Finished, call_config, drive, engine_config, stamp
 
@@ -114,7 +115,7 @@ def run(
     spec = RunSpec(strategy=strategy, budget=str(budget if budget is not None else total or "8k"), task=task,
                    limit=limit, params=params or {}, seed=seed, concurrency=concurrency,
                    task_options=task_options or {}, engine=config, total_budget=total,
-                   backend="vllm" if server is None else "openai", server=server,
+                   backend="vllm" if server is None else backend_for(server), server=server,
                    **({} if hardware is None else {"hardware": hardware}))
     done = carry_out(spec, out=out, engine=engine, resume=resume, distributed=distributed, progress=progress,
                      verbose=verbose, argv=["ttscale.run", strategy])
@@ -192,7 +193,7 @@ def sweep(
                              "directory to finish")
         spec = SweepSpec(grid=tuple(GridEntry.parse(s) for s in strategies), budgets=tuple(str(b) for b in budgets),
                          seeds=tuple(seeds), task=task, task_options=dict(task_options or {}), limit=limit,
-                         engine=config, backend="vllm" if server is None else "openai", server=server,
+                         engine=config, backend="vllm" if server is None else backend_for(server), server=server,
                          concurrency=concurrency, subsample=subsample, holdout=holdout)
         if (root / SWEEP).is_file():
             spec = load_spec(root)

@@ -23,12 +23,11 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ttscale.engine.determinism import differences
 
 if TYPE_CHECKING:
-    from ttscale.comparison import Arm
     from ttscale.stats.paired import PairResult
 
 Run = tuple[Path, str | None, dict[str, Any], list[dict[str, Any]]]
@@ -120,6 +119,17 @@ class EnvironmentNote:
             return {"environment": None, "environment_caution": list(self.differs)}
         return {"environment": {"differs": list(self.differs), "problems_differing": self.problems_differing,
                                 "problems": self.problems}, "environment_caution": []}
+
+
+class Arm(Protocol):
+    """What `note` reads of a comparison's arm (`ttscale.comparison.Arm`, from the layer above, which hands it here)."""
+
+    @property
+    def records(self) -> Mapping[tuple[str, int], Mapping[str, Any]]: ...
+    @property
+    def info(self) -> Mapping[str, Any]: ...
+    @property
+    def key(self) -> str | None: ...
 
 
 def note(a: Arm, b: Arm) -> EnvironmentNote | None:

@@ -7,26 +7,16 @@ and the CLI's modules import them from here.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from ttscale.engine.args import chat_template_kwargs
+from ttscale.engine.openai_config import SERVER_FLAGS
 from ttscale.errors import UsageError
 
 #: Engine settings with a flag of their own (EngineConfig fields); every other one is an --engine-arg.
 ENGINE_FLAGS = {"max_model_len": int, "kv_cache_gib": float, "dtype": str, "gpu_memory_utilization": float}
 #: Engine settings that are on/off flags (`--deterministic` / `--no-deterministic`; true or false in a file).
 ENGINE_SWITCHES = ("deterministic",)
-
-#: --backend openai settings (OpenAIConfig fields besides base_url and model).
-SERVER_FLAGS = {
-    "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
-    "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
-    "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
-    "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
-    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429, 5xx or a malformed 200 "
-                    "(default 6)"),
-}
-
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number ≥ 1."""
@@ -69,20 +59,6 @@ def engine_settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
     return changes
 
 
-def chat_template_kwargs(items: list[str], command: str, *, flag: str = "--chat-template-kwargs") -> dict[str, Any]:
-    """`KEY=VALUE` items, each value read as JSON where it is JSON (false, 3, "x"), else as the text."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{command}: {flag} takes KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
-
-
 def add_task_option_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task-option", action="append", metavar="KEY=VALUE",
                    help="an option of the task's factory, repeatable (arithmetic_stateful: queries=5 per_level=20)")
@@ -97,7 +73,11 @@ def task_options(args: argparse.Namespace, command: str, **given: Any) -> dict[s
 def add_backend_flags(p: argparse.ArgumentParser) -> None:
     """`--config`, `--backend` and the served model's flags, as `run` and `sweep` share them."""
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON file of these settings (flags given here win)")
-    p.add_argument("--backend", choices=("vllm", "openai"), help="vllm (default) or openai: a served model")
+    from ttscale.engine import ENGINES
+
+    names = ENGINES.names()  # the registered backends, plugins' included
+    p.add_argument("--backend", choices=names, help=f"{', '.join(names)}: vllm (default) starts the engine in this "
+                   "process; openai talks to a served model")
     p.add_argument("--base-url", help="--backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (a "
                    "query string is sent; run files show key/token/sig/password/secret values in it as ***)")
     for flag, (kind, text) in SERVER_FLAGS.items():
@@ -106,22 +86,9 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
 
 def server_settings(args: argparse.Namespace, stored: Any, command: str) -> Any:
     """The --backend openai settings (an OpenAIConfig): the `stored` ones (on resume) with the flags on top."""
-    from ttscale.engine.openai import OpenAIConfig
+    from ttscale.engine.openai_config import server_from_flags
 
-    values: dict[str, Any] = dict(vars(stored)) if stored is not None else {}
-    values.update({f: getattr(args, f) for f in ("base_url", *SERVER_FLAGS) if getattr(args, f, None) is not None})
-    if getattr(args, "chat_template_kwargs", None):
-        values["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, command)
-    if args.model is not None:
-        values["model"] = args.model
-    if not values.get("base_url"):
-        raise UsageError(f"{command}: --backend openai needs --base-url URL (the server's API root)")
-    if not values.get("model"):
-        raise UsageError(f"{command}: --backend openai needs --model NAME (the name the server serves the model under)")
-    try:
-        return OpenAIConfig(**values)
-    except ValueError as exc:
-        raise UsageError(f"{command}: {exc}") from None
+    return server_from_flags(args, stored, command)
 
 
 def vllm_only(args: argparse.Namespace, command: str) -> None:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ttscale.engine import ENGINES, check_backend
 from ttscale.engine.base import EngineConfig
-from ttscale.engine.openai import OpenAIConfig
 from ttscale.errors import UsageError
 from ttscale.flags import (
     add_backend_flags,
@@ -19,7 +19,6 @@ from ttscale.flags import (
     add_task_option_flag,
     engine_settings,
     positive_int,
-    server_settings,
     task_options,
     vllm_only,
 )
@@ -54,9 +53,11 @@ class RunSpec:
     hardware: str = "B200"
     """Hardware profile that prices FLOPs and eFLOPs (budgets in those units, and every run's record)."""
     backend: str = "vllm"
-    """`vllm`: an engine in this process (or one per Ray worker); `openai`: a served model, see `server`."""
-    server: OpenAIConfig | None = None
-    """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
+    """A registered backend (`ttscale.engine.ENGINES`): `vllm`, an engine in this process (or one per Ray worker);
+    `openai`, a served model (see `server`); or a plugin's."""
+    server: Any = None
+    """The options of a backend with a config class of its own (an OpenAIConfig for `openai`: the server, the
+    served model's name and where its tokenizer is); None for `vllm`."""
     total_budget: str | None = None
     """A budget over the whole task (`200k`), in the unit of `budget`: one pool ledger funds every problem, so
     the sum of their spend never passes it (`budget` still caps each problem). In-process runs only."""
@@ -67,21 +68,16 @@ class RunSpec:
             raise ValueError(f"limit must be ≥ 1, got {self.limit}")
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
-        if self.backend not in ("vllm", "openai"):
-            raise ValueError(f"backend must be vllm or openai, got {self.backend!r}")
-        if self.backend == "openai" and self.server is None:
-            raise ValueError("backend openai needs a server: give --base-url URL and --model NAME")
-        if self.backend == "vllm" and self.server is not None:
-            raise ValueError("--base-url applies to --backend openai only")
+        check_backend(self.backend, self.server)
 
-    def engine_config(self) -> EngineConfig | OpenAIConfig:
-        """What `start_engine` starts for this run."""
+    def engine_config(self) -> Any:
+        """What `start_engine` starts for this run: the backend's config, or the EngineConfig for `vllm`."""
         return self.server if self.server is not None else self.engine
 
     def model_ref(self) -> str:
         """The local model (folder, hub id or `embedded`) whose tokenizer and shape this run uses."""
-        if self.server is not None:
-            return self.server.tokenizer or self.server.model
+        if self.server is not None:  # a backend's config may name neither (a plugin's): the engine's model then
+            return getattr(self.server, "tokenizer", None) or getattr(self.server, "model", None) or self.engine.model
         return self.engine.model
 
     @staticmethod
@@ -137,13 +133,21 @@ class RunSpec:
         engine = values.pop("engine", None) or {}
         server = values.pop("server", None)
         engine_known = {f.name for f in fields(EngineConfig)}
-        server_known = {f.name for f in fields(OpenAIConfig)}
         try:
             if isinstance(server, dict):
-                values["server"] = OpenAIConfig(**{k: v for k, v in server.items() if k in server_known})
+                values["server"] = stored_server(str(values.get("backend", "vllm")), server)
             return cls(**values, engine=EngineConfig(**{k: v for k, v in engine.items() if k in engine_known}))
-        except (TypeError, ValueError, AttributeError) as exc:
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raise UsageError(f"run: {where}: spec cannot be read back: {exc}") from None
+
+
+def stored_server(backend: str, data: dict[str, Any]) -> Any:
+    """A backend's config read back from a stored spec (config.json, sweep.json): the fields its class knows."""
+    options = ENGINES.get(backend).config
+    if options is None:
+        raise ValueError(f"backend {backend} takes no server")
+    known = {f.name for f in fields(options)}
+    return options(**{k: v for k, v in data.items() if k in known})
 
 
 def _with_flags(spec: RunSpec, args: argparse.Namespace, *, new: bool) -> RunSpec:
@@ -154,22 +158,28 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace, *, new: bool) -> RunSpe
     options = {**spec.task_options, **task_options(args, "run", **{
         name: getattr(args, name, None) for name in ("data_dir", "question_field", "answer_field", "allow_network")})}
     backend = getattr(args, "backend", None) or spec.backend
+    try:
+        served = ENGINES.get(backend).config is not None  # options of its own: not the in-process engine
+    except KeyError as exc:  # a stored run of a plugin's backend that is not installed here
+        raise UsageError(f"run: {exc}") from None
     engine_changes = engine_settings(args, "run")
-    if backend == "openai" and "engine_args" in engine_changes:
-        raise UsageError("run: --engine-arg applies to --backend vllm; a served model is configured where it is served")
-    if getattr(args, "model", None) is not None and backend == "vllm":
+    if served and "engine_args" in engine_changes:
+        raise UsageError(f"run: --engine-arg applies to --backend vllm; a served model is configured where it is "
+                         f"served (--backend {backend})")
+    if getattr(args, "model", None) is not None and not served:
         engine_changes["model"] = args.model
     if getattr(args, "seed", None) is not None:
         engine_changes["seed"] = args.seed
     try:
-        if backend == "openai":  # the template is rendered here, with the served model's tokenizer
+        if served:  # the template is rendered here, with the served model's tokenizer
             engine_changes.pop("chat_template_kwargs", None)
         for name in ("engine_args", "chat_template_kwargs"):  # on resume: the stored ones, with the flags on top
             if name in engine_changes:
                 engine_changes[name] = {**getattr(spec.engine, name), **engine_changes[name]}
         engine = replace(spec.engine, **engine_changes)
-        server = server_settings(args, spec.server, "run") if backend == "openai" else None
-        if backend == "vllm":
+        stored = spec.server if backend == spec.backend else None
+        server = ENGINES.get(backend).from_flags(args, stored, "run") if served else None
+        if not served:
             vllm_only(args, "run")
         return replace(spec, **given, task_options=options, engine=engine, backend=backend, server=server)
     except ValueError as exc:
@@ -185,4 +195,4 @@ def _task_help() -> str:
     return f"task (default arithmetic): {', '.join(TASKS.names())}; NAME:ARG picks levels or a file, e.g. " \
         "arithmetic:1-3, jsonl:PATH, code_jsonl:PATH"
 
-__all__ = ["RunSpec"]
+__all__ = ["RunSpec", "stored_server"]

@@ -18,9 +18,9 @@ from typing import IO, Any
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.capabilities import capabilities
 from ttscale.context import Context
+from ttscale.engine import ENGINES
 from ttscale.engine.base import EngineClient, context_length, is_fatal
 from ttscale.engine.determinism import refuse_served
-from ttscale.engine.openai import is_transient
 from ttscale.messages import one_line
 from ttscale.models import ModelError
 from ttscale.params import params_class, parse_params
@@ -83,7 +83,8 @@ class Prepared:
         if server is None:
             return self.spec.engine.to_dict()
         # The server's address is left out: a run may resume against the same model served elsewhere.
-        return {"backend": "openai", "model": server.model, "tokenizer": self.spec.model_ref(), "seed": self.spec.seed}
+        return {"backend": self.spec.backend, "model": getattr(server, "model", None),
+                "tokenizer": self.spec.model_ref(), "seed": self.spec.seed}
 
 
 def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
@@ -267,8 +268,10 @@ async def run_problems(
     records = [r for r in run_dir.records() if r.get("id") in wanted]
     done = {str(r.get("id")) for r in records}
     unfinished = {p.id: faults.get(p.id, "not run") for p in prepared.problems if p.id not in done}
+    from ttscale.verifiers import cross_check  # here, not at import: the summary is the only reader
+
     summary = summarize(records, budget=prepared.budget, wall_seconds=time.perf_counter() - started,
-                        unfinished=unfinished)
+                        unfinished=unfinished, cross_check=cross_check)
     summary.update(
         strategy=prepared.strategy_name,
         task=spec.task,
@@ -305,7 +308,7 @@ async def solve(
         if is_fatal(exc) or isinstance(exc, StorageError):  # the engine gone; a run file (stages.jsonl) not written
             raise
         answer, error = Answer(prediction=None), f"{type(exc).__name__}: {one_line(exc)}"
-        unfinished = is_transient(exc)
+        unfinished = ENGINES.get(prepared.spec.backend).is_transient(exc)
     # Every sample's verdict, once per distinct answer, so coverage and pass@k read the task's own grading;
     # a code task's executions leave their detail (passed, failed, timeout, crashed, refused: why) per sample.
     # Grading may meet hostile model output; it stays off the event loop so the engine keeps streaming.

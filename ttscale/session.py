@@ -185,7 +185,8 @@ def carry_out(
         if spec.total_budget is not None:
             raise ValueError("a total budget needs one process (its pool ledger is in memory): drop distributed=")
         if spec.backend != "vllm":
-            raise ValueError("distributed= starts vLLM engines; it does not apply to a served model (backend openai)")
+            raise ValueError("distributed= starts vLLM engines; it does not apply to a served model (backend "
+                             f"{spec.backend})")
     run_dir = RunDir(out if out is not None else default_out(spec))
     resuming = run_dir.has_results() if resume is None else bool(resume)
     if resuming:

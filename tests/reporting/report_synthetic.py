@@ -20,6 +20,7 @@ from ttscale.engine.base import EngineConfig
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.runstore.summary import summarize
 from ttscale.schema import Completion, Generation, RunRecord, SamplingParams
+from ttscale.verifiers import cross_check
 
 MODEL_CONFIG = json.loads((Path(__file__).parents[1] / "data" / "smollm2_config.json").read_text())
 PROMPT_TOKENS = 47
@@ -102,7 +103,8 @@ def make_run(
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "results.jsonl").open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(r) + "\n" for r in records)
-    summary = summarize(records, budget=parsed, wall_seconds=sum(r["ledger"]["wall_seconds"] for r in records) / 3)
+    summary = summarize(records, budget=parsed, wall_seconds=sum(r["ledger"]["wall_seconds"] for r in records) / 3,
+                        cross_check=cross_check)
     summary.update(strategy=strategy, task=f"arithmetic:{levels}", budget=str(parsed), resumed=False)
     _write(folder / "summary.json", summary)
     _write(folder / "config.json", _config(strategy, parsed, task, levels, problems, seed, hardware, model, max_tokens))

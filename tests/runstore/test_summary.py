@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from ttscale.budget import Budget
 from ttscale.runstore.summary import format_table, summarize
+from ttscale.verifiers import cross_check
 
 
 def record(i: int, *, correct: bool, tokens: int, level: int, prediction: str | None = "1") -> dict:
@@ -31,7 +32,7 @@ def test_summary_counts_accuracy_tokens_levels_and_cross_check() -> None:
         record(2, correct=True, tokens=200, level=1),
         record(3, correct=False, tokens=0, level=2, prediction=None),
     ]
-    s = summarize(records, budget=Budget.parse("250"), wall_seconds=2.0)
+    s = summarize(records, budget=Budget.parse("250"), wall_seconds=2.0, cross_check=cross_check)
     assert s["accuracy"] == 0.5 and s["correct"] == 2
     lo, hi = s["accuracy_ci95"]
     assert 0 < lo < 0.5 < hi < 1
@@ -48,7 +49,7 @@ def test_summary_counts_accuracy_tokens_levels_and_cross_check() -> None:
 def test_cross_check_reports_a_grader_disagreement() -> None:
     wrong_verdict = record(0, correct=False, tokens=10, level=1)
     wrong_verdict["reference"] = "1"  # same answer, yet marked wrong: the normalizer disagrees
-    s = summarize([wrong_verdict], budget=Budget.parse("1k"), wall_seconds=1.0)
+    s = summarize([wrong_verdict], budget=Budget.parse("1k"), wall_seconds=1.0, cross_check=cross_check)
     assert s["grader_cross_check"]["disagreements"] == 1 and s["grader_cross_check"]["rate"] == 1.0
 
 
@@ -59,7 +60,7 @@ def test_programs_graded_by_their_tests_are_not_cross_checked_as_text() -> None:
                            "execution": {"status": "passed", "reason": "", "seconds": 0.05}}]
     text = record(1, correct=False, tokens=10, level=1)
     text["reference"] = "1"  # same answer, marked wrong: the one the normalizer can judge
-    s = summarize([program, text], budget=Budget.parse("1k"), wall_seconds=1.0)
+    s = summarize([program, text], budget=Budget.parse("1k"), wall_seconds=1.0, cross_check=cross_check)
     assert s["grader_cross_check"]["compared"] == 1 and s["grader_cross_check"]["executed"] == 1
     assert s["grader_cross_check"]["disagreements"] == 1
     assert "1 disagreements in 1 (1 graded by running their tests, not compared)" in format_table(s)

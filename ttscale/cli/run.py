@@ -160,7 +160,8 @@ def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig |
             raise UsageError(f"run: --{ray_flags[0].replace('_', '-')} applies with --workers or --ray-address")
         return None
     if spec.backend != "vllm":
-        raise UsageError("run: --workers and --ray-address start vLLM engines; they do not apply to --backend openai")
+        raise UsageError("run: --workers and --ray-address start vLLM engines; they do not apply to --backend "
+                         f"{spec.backend}")
     try:
         return DistributedConfig(
             workers=args.workers,

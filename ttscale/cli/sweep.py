@@ -17,6 +17,7 @@ from typing import Any
 from ttscale.api import sweep
 from ttscale.budget import Budget
 from ttscale.cli.config import apply_config_file
+from ttscale.engine import ENGINES
 from ttscale.engine.base import EngineConfig
 from ttscale.errors import UsageError
 from ttscale.flags import (
@@ -24,7 +25,6 @@ from ttscale.flags import (
     add_engine_flags,
     add_task_option_flag,
     engine_settings,
-    server_settings,
     task_options,
     vllm_only,
 )
@@ -217,11 +217,12 @@ def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"sweep: {str(Path(args.out))!r} already holds a sweep: continue it with --resume, or pick "
                          "another --out")
     engine = engine_settings(args, "sweep")
-    if (args.backend or "vllm") == "openai":
+    backend = ENGINES.get(args.backend or "vllm")
+    if backend.config is not None:  # options of its own (a served model's): not the in-process engine
         if "engine_args" in engine:
             raise UsageError("sweep: --engine-arg applies to --backend vllm; a served model is configured where it "
-                             "is served")
-        server = server_settings(args, None, "sweep")
+                             f"is served (--backend {args.backend})")
+        server = backend.from_flags(args, None, "sweep")
         engine.pop("chat_template_kwargs", None)  # rendered here, with the served model's tokenizer
     else:
         vllm_only(args, "sweep")

@@ -1,16 +1,25 @@
-"""Engines: the async protocol and its backends (vLLM is imported only when an engine starts)."""
+"""Engines: the async protocol and its backends (vLLM is imported only when an engine starts).
+
+A backend is one file and one line of `ENGINES` (see `ttscale.engine.backend`); another package registers one
+under the `ttscale.engines` entry-point group.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ttscale.engine.backend import Backend
 from ttscale.engine.base import EngineClient, EngineConfig, EngineFatalError, Prompt
 from ttscale.engine.loop import BackgroundLoop
+from ttscale.registry import Registry
 
 if TYPE_CHECKING:
     from ttscale.engine.openai import OpenAIConfig
 
-BACKENDS = ("vllm", "openai")
+ENGINES: Registry[type[Backend]] = Registry("backend", entry_point_group="ttscale.engines")
+"""Engine backends by name: `Backend` subclasses, imported when chosen."""
+ENGINES.register("vllm", "ttscale.engine.vllm:VLLMBackend")
+ENGINES.register("openai", "ttscale.engine.openai:OpenAIBackend")
 
 
 class EngineStarter(Protocol):
@@ -22,23 +31,39 @@ class EngineStarter(Protocol):
 async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> EngineClient:
     """Start the engine `config` describes, inside the running event loop.
 
-    An `EngineConfig` starts vLLM in this process; an `OpenAIConfig` connects to a served model; any
-    other config with an async `start_engine()` method starts its own backend (a plugin's, or a
-    simulator of `ttscale.testing`), so Ray workers and the runner need no change to use it.
+    An `EngineConfig` starts vLLM in this process; the config of a registered backend (an `OpenAIConfig`: a
+    served model) starts that backend; any other config with an async `start_engine()` method starts its own
+    (a simulator of `ttscale.testing`), so Ray workers and the runner need no change to use it.
     """
     starter = getattr(config, "start_engine", None)
     if callable(starter):
         engine: EngineClient = await starter()
         return engine
+    return await ENGINES.get(backend_for(config)).start(config)
+
+
+def backend_for(config: Any) -> str:
+    """The registered backend whose config `config` is (`vllm` for an EngineConfig); TypeError for none."""
     if isinstance(config, EngineConfig):
-        from ttscale.engine.vllm import VLLMEngine
+        return "vllm"
+    for name in ENGINES.names():
+        options = ENGINES.get(name).config
+        if options is not None and isinstance(config, options):
+            return name
+    raise TypeError(f"no registered backend takes a {type(config).__name__} (known: {', '.join(ENGINES.names())})")
 
-        return await VLLMEngine.start(config)
-    from ttscale.engine.openai import OpenAIConfig, OpenAIEngine
 
-    if not isinstance(config, OpenAIConfig):
-        raise TypeError(f"start_engine takes an EngineConfig or an OpenAIConfig, got {type(config).__name__}")
-    return await OpenAIEngine.start(config)
+def check_backend(backend: str, server: Any) -> None:
+    """`backend` is registered, and `server` is its config exactly when it has a config class of its own (the
+    in-process vLLM engine has none: its options are the EngineConfig). One-line ValueErrors."""
+    if backend not in ENGINES:
+        raise ValueError(f"backend must be one of {', '.join(ENGINES.names())}, got {backend!r}")
+    options = ENGINES.get(backend).config
+    if options is None and server is not None:
+        raise ValueError(f"backend {backend} takes no server (its options are the engine's)")
+    if options is not None and not isinstance(server, options):
+        got = "none" if server is None else f"a {type(server).__name__}"
+        raise ValueError(f"backend {backend} needs a server: an {options.__name__}, got {got}")
 
 
 class SyncEngine:
@@ -54,7 +79,8 @@ class SyncEngine:
 
 
 __all__ = [
-    "BACKENDS",
+    "ENGINES",
+    "Backend",
     "BackgroundLoop",
     "EngineClient",
     "EngineConfig",
@@ -62,5 +88,7 @@ __all__ = [
     "EngineStarter",
     "Prompt",
     "SyncEngine",
+    "backend_for",
+    "check_backend",
     "start_engine",
 ]

@@ -18,6 +18,8 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ttscale.errors import UsageError
+
 #: Engine arguments ttscale owns: the model comes from `--model` (it resolves `embedded` to a folder).
 _OWN = frozenset({"model"})
 
@@ -121,4 +123,18 @@ def _name(option: Any) -> str:
     return getattr(option, "__name__", str(option))
 
 
-__all__ = ["EngineArgError", "convert", "engine_arg_fields", "parse_engine_args"]
+def chat_template_kwargs(items: list[str], command: str, *, flag: str = "--chat-template-kwargs") -> dict[str, Any]:
+    """`KEY=VALUE` items, each value read as JSON where it is JSON (false, 3, "x"), else as the text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{command}: {flag} takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+__all__ = ["EngineArgError", "chat_template_kwargs", "convert", "engine_arg_fields", "parse_engine_args"]

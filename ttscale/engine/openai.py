@@ -14,6 +14,7 @@ to be harmless (`api-version`).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import math
@@ -25,8 +26,9 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ttscale.confidence import token_confidence
+from ttscale.engine.backend import Backend
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
-from ttscale.engine.openai_config import MASK, OpenAIConfig, redact_url
+from ttscale.engine.openai_config import MASK, OpenAIConfig, redact_url, server_from_flags
 from ttscale.messages import one_line
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
@@ -379,4 +381,23 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
-__all__ = ["MalformedAnswerError", "OpenAIConfig", "OpenAIEngine", "RequestError", "is_transient", "redact_url"]
+class OpenAIBackend(Backend):
+    """The `openai` backend: a model served by an OpenAI-compatible server, configured by an OpenAIConfig."""
+
+    config = OpenAIConfig
+
+    @classmethod
+    async def start(cls, config: OpenAIConfig) -> OpenAIEngine:
+        return await OpenAIEngine.start(config)
+
+    @classmethod
+    def is_transient(cls, exc: BaseException) -> bool:
+        return is_transient(exc)
+
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace, stored: Any, command: str) -> OpenAIConfig:
+        return server_from_flags(args, stored, command)
+
+
+__all__ = ["MalformedAnswerError", "OpenAIBackend", "OpenAIConfig", "OpenAIEngine", "RequestError", "is_transient",
+           "redact_url"]

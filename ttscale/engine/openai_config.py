@@ -9,11 +9,15 @@ at the engine's start: give `--base-url` again.
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 import urllib.parse
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from ttscale.engine.args import chat_template_kwargs
+from ttscale.errors import UsageError
 
 #: A query parameter whose name says it holds a credential (matched case-insensitively, anywhere in the name): masked
 #: wherever it appears after a `?`, `&` or `;`, even in text that is not a whole URL.
@@ -142,4 +146,33 @@ class OpenAIConfig:
         return {**asdict(self), "base_url": self.public_url()}
 
 
-__all__ = ["HARMLESS_QUERY", "MASK", "OpenAIConfig", "harmless", "redact_url"]
+#: --backend openai settings (OpenAIConfig fields besides base_url and model).
+SERVER_FLAGS = {
+    "tokenizer": (str, "the served model's tokenizer: embedded, a local folder or a hub id (default: --model)"),
+    "api_key_env": (str, "environment variable holding the API key (default OPENAI_API_KEY; the key is never stored)"),
+    "max_concurrency": (int, "requests in flight to the server at once (default 64)"),
+    "request_timeout": (float, "seconds one request may take before it is retried (default 600)"),
+    "max_retries": (int, "retries after a timeout, a dropped connection, 408/409/429, 5xx or a malformed 200 "
+                    "(default 6)"),
+}
+
+
+def server_from_flags(args: argparse.Namespace, stored: OpenAIConfig | None, command: str) -> OpenAIConfig:
+    """The --backend openai settings (an OpenAIConfig): the `stored` ones (on resume) with the flags on top."""
+    values: dict[str, Any] = dict(vars(stored)) if stored is not None else {}
+    values.update({f: getattr(args, f) for f in ("base_url", *SERVER_FLAGS) if getattr(args, f, None) is not None})
+    if getattr(args, "chat_template_kwargs", None):
+        values["chat_template_kwargs"] = chat_template_kwargs(args.chat_template_kwargs, command)
+    if args.model is not None:
+        values["model"] = args.model
+    if not values.get("base_url"):
+        raise UsageError(f"{command}: --backend openai needs --base-url URL (the server's API root)")
+    if not values.get("model"):
+        raise UsageError(f"{command}: --backend openai needs --model NAME (the name the server serves the model under)")
+    try:
+        return OpenAIConfig(**values)
+    except ValueError as exc:
+        raise UsageError(f"{command}: {exc}") from None
+
+
+__all__ = ["HARMLESS_QUERY", "MASK", "SERVER_FLAGS", "OpenAIConfig", "harmless", "redact_url", "server_from_flags"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ttscale.confidence import token_confidence
+from ttscale.engine.backend import Backend
 from ttscale.engine.base import (
     EngineConfig,
     HFTokenizerMixin,
@@ -342,3 +343,11 @@ def _request(prompt: Prompt, params: SamplingParams, *, seed: int | None, stream
     )
     request: Any = prompt if isinstance(prompt, str) else TokensPrompt(prompt_token_ids=list(prompt))
     return request, vllm_params
+
+
+class VLLMBackend(Backend):
+    """The `vllm` backend: vLLM's engine in this process (or one per Ray worker), configured by the EngineConfig."""
+
+    @classmethod
+    async def start(cls, config: EngineConfig) -> VLLMEngine:
+        return await VLLMEngine.start(config)

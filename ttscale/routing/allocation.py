@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from ttscale.context import Context
     from ttscale.routing.difficulty import ProbeSettings
     from ttscale.routing.policy import Policy
-    from ttscale.runner import Prepared
 
 Curves = Mapping[int, Sequence[tuple[float, float]]]
 """Per difficulty bin, (budget, accuracy) points."""
@@ -141,6 +140,21 @@ class Allocator:
         total = self.prior_weight + sum(self.seen.values())
         return {k: self.unprobed * (self.prior_weight * self.prior.get(k, 0.0) + self.seen[k]) / total
                 for k in set(self.prior) | set(self.seen)}
+
+
+class _Funded(Protocol):
+    """What `with_total_budget` reads of a prepared run (`ttscale.runner.Prepared`, a dataclass of the running layer
+    above, which routing never imports): its per-problem budget and the meters its ledgers convert with."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def budget(self) -> Budget: ...
+    @property
+    def meters(self) -> Any: ...
+
+
+Prepared = TypeVar("Prepared", bound=_Funded)
 
 
 def with_total_budget(prepared: Prepared, total: Budget, *, problems: int, spent: float = 0.0) -> Prepared:

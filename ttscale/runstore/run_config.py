@@ -13,13 +13,29 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 
 if TYPE_CHECKING:
     from ttscale.engine.base import EngineClient
-    from ttscale.runner import Prepared, RunSpec
+
+
+class Prepared(Protocol):
+    """What the run store reads of a prepared run (`ttscale.runner.Prepared`, handed down by the running layer
+    above, which the run store never imports): its spec, stored as config.json's `spec`, and its identity."""
+
+    @property
+    def spec(self) -> Any:
+        """The run's `ttscale.run_spec.RunSpec` (a dataclass)."""
+
+    def identity(self) -> dict[str, Any]:
+        """The part of config.json that must match for `--resume`."""
+        ...
+
+
+#: A `ttscale.run_spec.RunSpec`: the run store reads its fields by name and never imports the layer that defines it.
+RunSpec = Any
 
 
 def write_config(
@@ -31,8 +47,9 @@ def write_config(
     from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
-    if prepared.spec.server is not None:  # never a user:password or a query value from the URL
-        spec["server"]["base_url"] = prepared.spec.server.public_url()
+    public_url = getattr(prepared.spec.server, "public_url", None)
+    if public_url is not None:  # never a user:password or a query value from the URL (a served model's)
+        spec["server"]["base_url"] = public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
     run_dir.write_config(
         {

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ttscale.budget import Budget
-from ttscale.evals.metrics import wilson_interval
+from ttscale.stats.proportions import wilson_interval
+
+CrossCheck = Callable[..., Any]
+"""The grader cross-check (`ttscale.verifiers.cross_check`): `(pairs, *, verdicts, max_examples)` -> a report with
+`total`, `disagreements`, `rate`, `examples`. The layer that writes a summary hands it over; the run store below the
+verifiers never imports them."""
 
 
 def summarize(
@@ -16,9 +21,11 @@ def summarize(
     budget: Budget,
     wall_seconds: float,
     unfinished: Mapping[str, str] | None = None,
+    cross_check: CrossCheck,
 ) -> dict[str, Any]:
     """The summary of finished `records`. `unfinished`: the problems a passing server fault left unfinished (id ->
-    error); they are counted apart (`unfinished`, a few in `unfinished_examples`), never in the accuracy."""
+    error); they are counted apart (`unfinished`, a few in `unfinished_examples`), never in the accuracy.
+    `cross_check`: the grader cross-check its `grader_cross_check` comes from."""
     unfinished = unfinished or {}
     n = len(records)
     correct = sum(bool(r.get("correct")) for r in records)
@@ -54,7 +61,7 @@ def summarize(
         "cached_prompt_tokens": cached,
         "cached_prompt_share": cached / prompt if prompt else 0.0,
         "wall_seconds": round(wall_seconds, 3),
-        "grader_cross_check": _cross_check(records),
+        "grader_cross_check": _cross_check(records, cross_check),
         "per_level": {
             str(level): {"problems": len(v), "accuracy": sum(v) / len(v)}
             for level, v in sorted(by_level.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
@@ -73,14 +80,12 @@ def _unfinished(summary: dict[str, Any]) -> str:
     return f"; {count} unfinished (server faults): --resume runs them again" if count else ""
 
 
-def _cross_check(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _cross_check(records: Sequence[dict[str, Any]], cross_check: CrossCheck) -> dict[str, Any]:
     """How often an independent answer normalizer disagrees with the task's grader on this run.
 
     Answers graded by running them (a code task's samples carry their `execution`) are left out: a program's
     verdict is its tests', and comparing its text with the reference solution's says nothing (`executed`).
     """
-    from ttscale.verifiers import cross_check
-
     def executed(record: dict[str, Any]) -> bool:
         return any(isinstance(s, dict) and "execution" in s for s in record.get("samples") or ())
 

@@ -13,6 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
+def wilson_interval(successes: int, total: int, *, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95% Wilson score interval for a binomial proportion (well-behaved at 0 and 1, small n)."""
+    if total <= 0:
+        return (0.0, 1.0)
+    p = successes / total
+    denom = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denom
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
 @dataclass(frozen=True, kw_only=True)
 class PairedProportions:
     """The difference p_A − p_B of paired binary outcomes with its score interval (proportions, not points)."""

@@ -20,10 +20,11 @@ from typing import Any
 
 from ttscale.budget import Budget
 from ttscale.capabilities import Replay, capabilities
+from ttscale.engine import ENGINES, check_backend
 from ttscale.engine.base import EngineConfig
-from ttscale.engine.openai import OpenAIConfig
 from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
+from ttscale.run_spec import stored_server
 from ttscale.runner import Prepared, RunSpec
 from ttscale.runstore.names import SWEEP
 from ttscale.runstore.run_config import check_resume, write_config
@@ -118,9 +119,10 @@ class SweepSpec:
     engine: EngineConfig = field(default_factory=EngineConfig)
     """Engine settings (the seed is set per replicate)."""
     backend: str = "vllm"
-    """`vllm`: an engine in this process per seed; `openai`: a served model (`server`), every request seeded."""
-    server: OpenAIConfig | None = None
-    """Backend `openai` only: the server, the served model's name and where its tokenizer is."""
+    """A registered backend (`ttscale.engine.ENGINES`): `vllm`, an engine in this process per seed; `openai`, a
+    served model (`server`), every request seeded; or a plugin's."""
+    server: Any = None
+    """The options of a backend with a config class of its own (an OpenAIConfig for `openai`); None for `vllm`."""
     concurrency: int = 64
     """Problems in flight at once within a cell."""
     hardware: str = "B200"
@@ -136,9 +138,14 @@ class SweepSpec:
     def __post_init__(self) -> None:
         if not self.grid:
             raise ValueError("grid must name at least one strategy")
-        if self.backend not in ("vllm", "openai") or (self.backend == "openai") != (self.server is not None):
-            raise ValueError(f"backend must be vllm, or openai with a server; got {self.backend!r} with "
-                             f"{'a' if self.server else 'no'} server")
+        try:
+            check_backend(self.backend, self.server)
+        except ValueError:  # the registered backends, each as it takes its options
+            names = ENGINES.names()
+            own = [n for n in names if ENGINES.get(n).config is None]
+            served = [n for n in names if n not in own]
+            raise ValueError(f"backend must be {' or '.join(own)}, or {' or '.join(served)} with a server; got "
+                             f"{self.backend!r} with {'a' if self.server else 'no'} server") from None
         if not self.budgets:
             raise ValueError("budgets must hold at least one budget")
         canonical = tuple(_canonical_budget(b) for b in self.budgets)
@@ -202,8 +209,7 @@ class SweepSpec:
         known = {f.name for f in fields(EngineConfig)}
         values["engine"] = EngineConfig(**{k: v for k, v in values.get("engine", {}).items() if k in known})
         if isinstance(values.get("server"), dict):
-            server_known = {f.name for f in fields(OpenAIConfig)}
-            values["server"] = OpenAIConfig(**{k: v for k, v in values["server"].items() if k in server_known})
+            values["server"] = stored_server(str(values.get("backend", "vllm")), values["server"])
         return cls(**values)
 
 

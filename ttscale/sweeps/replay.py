@@ -22,6 +22,7 @@ from ttscale.runstore.summary import summarize
 from ttscale.schema import Problem, RunRecord, Sample
 from ttscale.strategies import STRATEGIES
 from ttscale.sweeps.grid import Cell, writing_cell
+from ttscale.verifiers import cross_check
 
 
 def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: RunDir) -> str | None:
@@ -68,7 +69,7 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
                 run_dir.append(record)
         if rest:  # the sweep runs the others into this directory, as a resume does
             return f"{len(rest)} of {len(prepared.problems)} problems need their own run ({next(iter(rest.values()))})"
-        summary = summarize(records, budget=prepared.budget, wall_seconds=0.0)
+        summary = summarize(records, budget=prepared.budget, wall_seconds=0.0, cross_check=cross_check)
         summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
                        resumed=False, derived_from=cell.source)
         run_dir.write_json(SUMMARY, summary)
