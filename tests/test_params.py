@@ -38,7 +38,7 @@ def test_bad_params_are_refused_clearly(raw: dict[str, str], message: str) -> No
     [
         ("deepconf", "mode", "'offline', 'online'"),
         ("mcts", "final", "'most_visited', 'vote', 'best_reward'"),
-        ("generated_tests", "select", "'tests_passed', 'codet'"),
+        ("generated_tests", "select", "'codemonkeys', 'tests_passed', 'codet', 'codet_paper'"),
         ("mcts", "selection", "'openr', 'llm_reasoners', 'uct', 'puct'"),
     ],
 )
