@@ -161,6 +161,12 @@ def test_the_issues_hand_example_openr_picks_the_unvisited_child_our_puct_the_vi
            for q, n in ((0.6, 1), (0.4, 0))]
     assert rap == [pytest.approx(1.4326, abs=1e-4), pytest.approx(1.2326, abs=1e-4)]
     assert selection_score("uct", q=None, prior=0.5, parent_visits=2, visits=0, c=1.0) == math.inf
+    # OpenR's c(N) to the digit where c_base matters (N = 10^5): ln((N + 19652 + 1) / 19652) + 1.25.
+    c_n = math.log((100_000 + 19_653) / 19_652) + 1.25
+    assert selection_score("openr", q=0.1, prior=0.5, parent_visits=100_000, visits=9, c=1.25) == pytest.approx(
+        0.1 + c_n * 0.5 * math.sqrt(100_000) / 10, rel=1e-12)
+    # llm-reasoners at N(s) = 1: ln 1 = 0, no exploration: the value alone.
+    assert selection_score("llm_reasoners", q=0.6, prior=0.5, parent_visits=1, visits=1, c=1.0) == 0.6
 
 
 def test_openr_is_the_default_and_follows_its_reference_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,6 +232,13 @@ def test_best_reward_takes_the_visited_finished_path_of_the_highest_reward_sum()
     assert best_reward([a_end, b_end, c_end], visits) is b_end
     assert best_reward([a_end, c_end], {0: 1, 1: 1, 2: 1}) is a_end
     assert best_reward([c_end], visits) is None  # none visited: the caller falls back to the most-visited rule
+    # An equal sum keeps the earlier node (the reference's max keeps the first); a value of 0 counts as 0.
+    b_end.value = 0.6  # .4 + .6 = 1.0
+    zero = Node(id=6, parent=root, token_ids=(), depth=1, value=0.0)
+    zero_end = Node(id=7, parent=zero, token_ids=(), depth=2, value=1.0, finish="stop")  # 0 + 1 = 1.0
+    visits.update({6: 1, 7: 1})
+    assert best_reward([a_end, b_end, zero_end], visits) is a_end  # 1.1 over two 1.0s
+    assert best_reward([b_end, zero_end], visits) is b_end and best_reward([zero_end, b_end], visits) is zero_end
 
 
 def test_most_visited_breaks_a_tie_by_value_and_an_open_end_answers_with_its_partial_solution(
@@ -333,6 +346,8 @@ def test_it_is_registered_where_the_budget_property_finds_it() -> None:
         ({"expand": "0"}, "expand must be ≥ 1, got 0"),
         ({"simulations": "0"}, "simulations must be ≥ 1, got 0"),
         ({"c_puct": "-1"}, r"c_puct must be in \[0, 100\], got -1.0"),
+        ({"c_base": "0.5"}, r"c_base must be in \[1, 1e\+09\], got 0.5"),
+        ({"c_base": "1000000000.5"}, r"c_base must be in \[1, 1e\+09\], got 1000000000.5"),
         ({"selection": "ucb"}, "parameter selection must be"),
         ({"evaluation": "prm"}, "parameter evaluation must be"),
         ({"final": "best"}, "parameter final must be"),
@@ -357,3 +372,4 @@ def test_params_from_python_are_validated_too() -> None:
         "openr", "verifier", "most_visited", None, 4, None, 1.25, 19652.0)
     assert [MCTSParams(selection=rule).c for rule in ("llm_reasoners", "uct", "puct")] == [1.0, 1.0, 1.0]
     assert MCTSParams(selection="uct", c_puct=2.0).c == 2.0
+    assert MCTSParams(c_base=1.5).c_base == 1.5  # any base ≥ 1
