@@ -198,12 +198,11 @@ def score_candidates(
 def codemonkeys_shortlist(scores: list[float | None], programs: list[str | None], *, size: int) -> list[int]:
     """CodeMonkeys' candidates for model selection: the distinct programs ranked by votes (most first), then by
     length (shorter first), then as sampled; the first `size` of them, each by its first candidate's index."""
-    ranked = sorted((i for i, s in enumerate(scores) if s is not None and programs[i] is not None),
-                    key=lambda i: (-(scores[i] or 0.0), len(programs[i] or ""), i))
+    voted = [(-score, len(program), i, program) for i, (score, program) in enumerate(zip(scores, programs, strict=True))
+             if score is not None and program is not None]
     seen: set[str] = set()
     out: list[int] = []
-    for i in ranked:
-        program = programs[i] or ""
+    for _, _, i, program in sorted(voted):
         if program not in seen:
             seen.add(program)
             out.append(i)

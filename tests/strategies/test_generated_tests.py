@@ -19,7 +19,10 @@ from ttscale.strategies.generated_tests import (
     GeneratedTestsParams,
     codemonkeys_shortlist,
     generated_tests,
+    needs_code,
     parse_tests,
+    sample_tests,
+    score_candidates,
     written_counts,
 )
 from ttscale.testing import SimulatedCodePolicy
@@ -254,6 +257,40 @@ def test_tests_passed_asks_the_judge_on_a_tie_and_the_shortlist_is_distinct_prog
     # CodeMonkeys deduplicates programs before its top 3: a repeated program is judged once.
     assert codemonkeys_shortlist([3.0, 3.0, 2.0, 1.0, 0.0], ["ab", "ab", "xyz", "q", "z"], size=3) == [0, 2, 3]
     assert codemonkeys_shortlist([2.0, 2.0, None], ["long one", "short", None], size=3) == [1, 0]
+    assert codemonkeys_shortlist([1.0, 0.0], ["longer", "s"], size=3) == [0, 1]  # votes before length
+    assert codemonkeys_shortlist([None, 1.0, 2.0], ["a", "b", None], size=3) == [1]  # unscored, or no code: out
+    with pytest.raises(ValueError):  # a program per score
+        codemonkeys_shortlist([1.0, 2.0], ["a"], size=3)
+
+
+def test_a_code_tasks_problems_pass_the_check_and_one_without_an_entry_point_is_named() -> None:
+    assert needs_code(TASK.problems()) is None  # every problem of a code task has its entry point
+    odd = replace(TASK.problems()[0], id="odd", meta={**TASK.problems()[0].meta, "entry_point": 5})
+    with pytest.raises(ValueError, match="problem 'odd' has none"):
+        needs_code([odd])
+
+
+def test_the_scores_of_each_rule_on_pass_vectors() -> None:
+    rows: list[tuple[int, ...] | None] = [(1, 0), (0, 0), None, (1, 0)]
+    # codet: a candidate passing one test (weight 1) stays, √2 for its set of two; one passing nothing is dropped.
+    assert score_candidates(rows, [1, 3], select="codet") == [pytest.approx(math.sqrt(2)), None, None,
+                                                              pytest.approx(math.sqrt(2))]
+    assert score_candidates(rows, [2, 3], select="codet")[0] == pytest.approx(2 * math.sqrt(2))  # counted twice
+    assert score_candidates(rows, None, select="codet_paper") == [2.0, 0.0, None, 2.0]
+    assert score_candidates(rows, None, select="tests_passed") == [1.0, 0.0, None, 1.0]
+    with pytest.raises(ValueError):  # a weight per test, no fewer
+        score_candidates([(1, 0)], [1], select="codet")
+
+
+def test_sample_tests_keeps_each_samples_first_lines_and_bounds_their_length() -> None:
+    assert parse_tests(["assert f(1) == 1\nassert f(2) == 2\nassert f(3) == 3"], entry_point="f", limit=8,
+                       per_sample=2) == ["assert f(1) == 1", "assert f(2) == 2"]
+    # A line that is not one assert does not end the sample: the next line still counts.
+    assert sample_tests("assert f(2) == 3; import os\nassert f(1) == 1", entry_point="f", limit=None) == [
+        "assert f(1) == 1"]
+    longest = "assert f(1) == " + "1" * (2000 - len("assert f(1) == "))
+    assert len(longest) == 2000 and sample_tests(longest + "\n" + longest + "1", entry_point="f", limit=None) == [
+        longest]  # 2,000 characters at most: a longer line is never parsed
 
 
 def test_params_from_python_are_validated_and_the_references_are_the_defaults() -> None:
@@ -261,3 +298,4 @@ def test_params_from_python_are_validated_and_the_references_are_the_defaults() 
         GeneratedTestsParams(select="x")  # type: ignore[arg-type]
     p = GeneratedTestsParams()
     assert (p.select, p.shortlist, p.tests_per_sample, p.verifier) == ("codemonkeys", 3, None, None)
+    assert GeneratedTestsParams(temperature=0, test_samples=1, n=1).test_samples == 1  # one greedy sample is fine
