@@ -7,20 +7,32 @@ dual execution agreement (Chen, Zhang, Nguyen, Zan, Lin, Lou, Chen, "CodeT: Code
 Tests", arXiv:2207.10397, 2022, §2).
 
 Symbols: candidates c_1..c_N ~ π(· | x) (`n`, `max_tokens`); tests t_1..t_M parsed from T test-writing samples
-(`test_samples`, `test_tokens`; each sample's `assert` lines about the entry point, deduplicated, at most
-`max_tests`); o_ij = 1 when c_i passes t_j (run in the task's sandbox, metered as executions); the behaviour of
-c_i is the vector o_i·; a cluster K is a set of candidates with one behaviour, its tests passed p(K).
-- `select=tests_passed` (CodeMonkeys' vote): s(c_i) = Σ_j o_ij.
-- `select=codet` (CodeT's dual agreement): s(c_i) = |K(c_i)| · p(K(c_i)).
-The answer is argmax_i s(c_i); a tie at the top goes to the outcome verifier (`verifier`, e.g. llm_judge)
-when one is named (CodeMonkeys' model selection), else to the first candidate. Only the prompt's visible
-text is shown to the test writer: the task's hidden tests are never read.
+(`test_samples`, `test_tokens`; each sample's `assert` lines about the entry point, its first `tests_per_sample`,
+deduplicated over the samples, at most `max_tests`; w_j how many times t_j was written among those); o_ij = 1 when
+c_i passes t_j (run in the task's sandbox, metered as executions); the behaviour of c_i is the vector o_i·; a
+cluster K is a set of candidates with one behaviour.
+- `select=codemonkeys` (default; ScalingIntelligence/codemonkeys codemonkeys/utils/majority_voting.py
+  `get_patches_for_selection`, stages/selection_state_machine.py `max_candidates = 3`): votes s(c_i) = Σ_j o_ij;
+  the distinct programs ranked by (most votes, shorter program), the top `shortlist` go to model selection (the
+  outcome verifier, `verifier`), which picks one; without a verifier the first of the ranking answers.
+- `select=tests_passed` (ours before): the same votes, the verifier asked only when the top is tied.
+- `select=codet` (microsoft/CodeT src/agreement.py `DualAgreement`): a candidate that passes no test is dropped;
+  a consensus set K scores √|K| · Σ_j w_j o_Kj (tests counted as often as written, the first 5 of each sample:
+  `tests_per_sample` unset means 5 here).
+- `select=codet_paper` (the paper's §2 formula): s(c_i) = |K(c_i)| · Σ_j o_ij, every candidate kept.
+The answer is argmax_i s(c_i) (a set's first candidate); a tie at the top goes to the verifier when one is named,
+else to the first candidate. Differences from the references, and why: CodeT ranks sets and reports pass@k over a
+set, where one answer is taken here (the set's first); with no candidate passing any test CodeT ranks nothing, and
+here the first runnable candidate answers (a run records an answer per problem). CodeMonkeys' model selection is an
+agent that may write and run more tests; here it is one verifier score per shortlisted program. Only the prompt's
+visible text is shown to the test writer: the task's hidden tests are never read.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -37,6 +49,11 @@ TEST_PROMPT = (
 )
 
 
+SELECTS = ("codemonkeys", "tests_passed", "codet", "codet_paper")
+CODET_TESTS_PER_SAMPLE = 5
+"""CodeT's `limit`: the tests of each sample that count (its scripts' default)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class GeneratedTestsParams(PoolParams):
     """Candidate programs selected by how they fare on model-written tests."""
@@ -51,15 +68,24 @@ class GeneratedTestsParams(PoolParams):
     """Tokens per test-writing sample at most."""
     max_tests: int = 8
     """M at most: distinct assert lines kept, in the order written."""
-    select: Literal["tests_passed", "codet"] = "tests_passed"
-    """tests_passed: the most generated tests passed (CodeMonkeys); codet: cluster size × tests passed (CodeT)."""
+    tests_per_sample: int | None = None
+    """Only the first this many assert lines of each test-writing sample count; None = CodeT's 5 under codet, no
+    limit under the other rules."""
+    select: Literal["codemonkeys", "tests_passed", "codet", "codet_paper"] = "codemonkeys"
+    """codemonkeys: the top `shortlist` by votes to the verifier; tests_passed: most tests passed, the verifier on a
+    tie; codet: CodeT's code, √|set| × tests passed; codet_paper: the paper's |set| × |tests passed|."""
+    shortlist: int = 3
+    """codemonkeys: the distinct programs, by votes then length, handed to the verifier (its max_candidates)."""
     verifier: str | None = None
-    """Breaks a tie at the top: an outcome scorer in VERIFIERS (llm_judge, ...); None = the first candidate."""
+    """Model selection: an outcome scorer in VERIFIERS (llm_judge, ...); None = the first of the ranking."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("test_samples", "test_tokens", "max_tests"):
+        for name in ("test_samples", "test_tokens", "max_tests", "shortlist"):
             check_positive(name, getattr(self, name))
+        check_positive("tests_per_sample", self.tests_per_sample, allow_none=True)
+        if self.select not in SELECTS:
+            raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {self.select!r}")
         if self.temperature == 0 and self.test_samples > 1:
             raise ValueError(f"test_samples must be 1 at temperature 0 (greedy tests are one), got {self.test_samples}")
         if self.verifier is not None:
@@ -90,7 +116,12 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
         SamplingParams(n=p.test_samples, temperature=p.temperature, top_p=p.top_p, max_tokens=p.test_tokens),
         phase="tests",
     )
-    tests = parse_tests([c.text for c in written.completions], entry_point=entry_point, limit=p.max_tests)
+    per_sample = p.tests_per_sample
+    if per_sample is None and p.select == "codet":
+        per_sample = CODET_TESTS_PER_SAMPLE
+    texts = [c.text for c in written.completions]
+    tests = parse_tests(texts, entry_point=entry_point, limit=p.max_tests, per_sample=per_sample)
+    weights = written_counts(texts, tests, entry_point=entry_point, per_sample=per_sample)
 
     # 2. Candidates, with what the tests left.
     completions = await sample_pool(ctx, p)
@@ -108,17 +139,21 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
     )
     behaviour: dict[int, tuple[int, ...]] = {i: tuple(row) for i, row in zip(runnable, rows, strict=True)}
 
-    # 4. The vote over behaviour.
-    scores: list[float | None] = [None] * len(samples)
-    for i, row in behaviour.items():
-        cluster = sum(other == row for other in behaviour.values())
-        scores[i] = float(sum(row) * (cluster if p.select == "codet" else 1))
-    top = max((s for s in scores if s is not None), default=None)
-    leaders = [i for i, s in enumerate(scores) if s is not None and s == top]
+    # 4. The vote over behaviour, then the verifier (model selection) where the rule asks it.
+    outcomes: list[tuple[int, ...] | None] = [behaviour.get(i) for i in range(len(samples))]
+    scores = score_candidates(outcomes, weights if p.select == "codet" else None, select=p.select)
+    programs = [s.answer for s in samples]
+    if p.select == "codemonkeys":
+        leaders = codemonkeys_shortlist(scores, programs, size=p.shortlist)
+    else:
+        top = max((s for s in scores if s is not None), default=None)
+        leaders = [i for i, s in enumerate(scores) if s is not None and s == top]
+    if p.select == "codet" and not leaders and runnable:
+        leaders = [runnable[0]]  # nothing passes a test: CodeT ranks nothing, a run still answers
     judged: list[float] | None = None
     if len(leaders) > 1 and p.verifier is not None:
         judged = list(await score_outcomes(ctx, [samples[i].text for i in leaders], verifier=p.verifier))
-        leaders = [leaders[max(range(len(leaders)), key=judged.__getitem__)]]
+        leaders = [leaders[max(range(len(leaders)), key=judged.__getitem__)]]  # ties: the earlier in the ranking
     chosen = leaders[0] if leaders else None
     final = [replace(s, score=score) for s, score in zip(samples, scores, strict=True)]
     info: dict[str, Any] = {
@@ -133,27 +168,87 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
     return Answer(prediction=samples[chosen].answer if chosen is not None else None, samples=tuple(final), info=info)
 
 
-def parse_tests(texts: list[str], *, entry_point: str, limit: int) -> list[str]:
-    """The distinct `assert` lines about `entry_point` in the texts, in order, at most `limit`.
+def score_candidates(
+    outcomes: list[tuple[int, ...] | None], weights: list[int] | None = None, *, select: str
+) -> list[float | None]:
+    """Each candidate's score under `select` from its pass vector (None: no code, not scored).
+
+    `weights[j]`: how many times test j was written (codet counts a test that often; None = once each). Under codet
+    a candidate that passes nothing is dropped (None), and its set's score is √|set| · the weighted tests passed;
+    under codet_paper |set| · the tests passed; otherwise the tests passed (the votes).
+    """
+    rows = [row for row in outcomes if row is not None]
+    scores: list[float | None] = []
+    for row in outcomes:
+        if row is None:
+            scores.append(None)
+            continue
+        counts = [1] * len(row) if weights is None else weights
+        passed = float(sum(o * w for o, w in zip(row, counts, strict=True)))
+        size = sum(other == row for other in rows)
+        if select == "codet":
+            scores.append(passed * math.sqrt(size) if passed > 0 else None)
+        elif select == "codet_paper":
+            scores.append(passed * size)
+        else:
+            scores.append(passed)
+    return scores
+
+
+def codemonkeys_shortlist(scores: list[float | None], programs: list[str | None], *, size: int) -> list[int]:
+    """CodeMonkeys' candidates for model selection: the distinct programs ranked by votes (most first), then by
+    length (shorter first), then as sampled; the first `size` of them, each by its first candidate's index."""
+    voted = [(-score, len(program), i, program) for i, (score, program) in enumerate(zip(scores, programs, strict=True))
+             if score is not None and program is not None]
+    seen: set[str] = set()
+    out: list[int] = []
+    for _, _, i, program in sorted(voted):
+        if program not in seen:
+            seen.add(program)
+            out.append(i)
+    return out[:size]
+
+
+def parse_tests(texts: list[str], *, entry_point: str, limit: int, per_sample: int | None = None) -> list[str]:
+    """The distinct `assert` lines about `entry_point` in the texts, in order, at most `limit`; of each text only its
+    first `per_sample` such lines (None: all).
 
     Each line is parsed (never run here) and kept only when it is one assert statement that calls the entry
     point: a line the model wrote is untrusted code, run only in the sandbox.
     """
     found: list[str] = []
     for text in texts:
-        for raw in text.splitlines():
-            line = raw.strip()
-            if not line.startswith("assert ") or entry_point not in line or len(line) > 2000 or line in found:
-                continue
-            try:
-                tree = ast.parse(line)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
-                continue
-            calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-            if entry_point in calls:
+        for line in sample_tests(text, entry_point=entry_point, limit=per_sample):
+            if line not in found:
                 found.append(line)
             if len(found) >= limit:
                 return found
+    return found
+
+
+def written_counts(texts: list[str], tests: list[str], *, entry_point: str, per_sample: int | None) -> list[int]:
+    """How many times each of `tests` was written among the first `per_sample` tests of each text (CodeT counts a
+    test as often as it was generated, a repeat within one sample too)."""
+    written = [line for text in texts for line in sample_tests(text, entry_point=entry_point, limit=per_sample)]
+    return [written.count(test) for test in tests]
+
+
+def sample_tests(text: str, *, entry_point: str, limit: int | None) -> list[str]:
+    """The `assert` lines about `entry_point` in one sample, in order, repeats kept, at most `limit` (None: all)."""
+    found: list[str] = []
+    for raw in text.splitlines():
+        if limit is not None and len(found) >= limit:
+            break
+        line = raw.strip()
+        if not line.startswith("assert ") or entry_point not in line or len(line) > 2000:
+            continue
+        try:
+            tree = ast.parse(line)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+            continue
+        calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        if entry_point in calls:
+            found.append(line)
     return found

@@ -7,26 +7,46 @@ arXiv:2410.09671) and rStar (Qi et al., arXiv:2408.06195). Our own code; the nat
 
 Symbols: s a node (the prompt and the steps so far), a a child step of s; N(s) its visits, W(s) the sum of the values
 backed up through it, Q(s, a) = W(a) / N(a) the mean value; v ∈ [0, 1] a leaf's value; k children per expansion
-(`expand`); c the exploration constant (`c_puct`); P(s, a) PUCT's prior.
+(`expand`); c the exploration constant (`c_puct`; unset, the rule's reference value); P(s, a) the prior: the
+siblings' exp(mean token log-prob), normalised (OpenR's; uniform when the engine gives no log-probs); r(a) a child's
+value from its expansion (OpenR's PRM value, llm-reasoners' fast reward: the verifier's value of its path, all k
+children scored in one call as they are sampled).
 0. expand the root: k first steps (one engine request, n = k).
 Each simulation, until `simulations` have run or the budget is spent:
 1. select: from the root, while the node is expanded, go to the child a of highest
-     UCT (`selection=uct`, default)  Q(s, a) + c·sqrt(ln N(s) / N(s, a)); an unvisited child first, in sampled order;
-     PUCT (`selection=puct`)         Q(s, a) + c·P(s, a)·sqrt(N(s)) / (1 + N(s, a)), Q = 0 unvisited (AlphaZero's),
-                                     P(s, a) = softmax over the siblings of each step's mean token log-prob (OpenR's
-                                     prior; uniform when the engine gives no log-probs); ties: the likelier step;
+     OpenR (`selection=openr`, default; openreasoner/openr reason/guided_search/tree.py, `_ucb_score`)
+        Q(s, a) + (ln((N(s) + c_base + 1) / c_base) + c)·P(s, a)·sqrt(N(s)) / (1 + N(s, a)), c = 1.25,
+        c_base = 19652, Q = r(a) while a is unvisited; ties: the earlier sampled child. As OpenR, a leaf is
+        expanded at its second visit (its first is valued by r), and the walk goes on into its children;
+     llm-reasoners (`selection=llm_reasoners`; maitrix-org/llm-reasoners reasoners/algorithm/mcts.py, `_uct`)
+        Q(s, a) + c·sqrt(ln N(s) / max(1, N(s, a))), c = 1, Q = r(a) while unvisited (`uct_with_fast_reward`);
+        ties: the earlier child; at N(s) = 0 (only our root, which the reference visits once before its children)
+        the term is 0;
+     UCT (`selection=uct`, ours before)   Q(s, a) + c·sqrt(ln N(s) / N(s, a)), c = 1; an unvisited child first, in
+                                          sampled order;
+     PUCT (`selection=puct`, ours before) Q(s, a) + c·P(s, a)·sqrt(N(s)) / (1 + N(s, a)), c = 1, Q = 0 unvisited
+                                          (AlphaZero's); ties: the likelier step;
    the walk ends at a leaf ℓ: a node not visited yet, or a finished solution (terminal: never expanded).
 2. evaluate ℓ (`evaluation`): `verifier` (default): v = the verifier's value of ℓ's path (its step scores aggregated by
-   `aggregate`, as beam and REBASE score); `rollout`: v = the verifier's value of ℓ's solution sampled to its end (one
-   request, n = 1; RAP's and rStar's simulation); a finished ℓ is its own outcome.
-3. expand ℓ when it is open: k next steps, one request of n = k; they wait, unvisited, for a later selection.
+   `aggregate`, as beam and REBASE score; under openr and llm_reasoners that is r(ℓ), not scored twice); `rollout`:
+   v = the verifier's value of ℓ's solution sampled to its end (one request, n = 1; RAP's and rStar's simulation); a
+   finished ℓ is its own outcome.
+3. expand ℓ when it is open (openr: at its second visit, in step 1): k next steps, one request of n = k; they wait,
+   unvisited, for a later selection.
 4. back up: N += 1 and W += v for every node on the path from the root to ℓ (so Σ_a N(root, a) = simulations).
 With `simulations` unset the search runs until the budget is spent, or until SETTLED simulations in a row end at a
 solution already visited: the selection has settled on finished paths, and such simulations spend nothing.
 The answer (`final`): `most_visited` (default): from the root, follow the most-visited child (ties: higher Q) to the
 last visited node; its solution when it is finished, else (the budget ended first) the solutions finished below it
 compete under `select`, or its partial solution stands alone. `vote`: every finished solution the search found (tree
-nodes and rollouts) votes under `select` (the verifier-value-weighted vote by default).
+nodes and rollouts) votes under `select` (the verifier-value-weighted vote by default). `best_reward` (llm-reasoners'
+`output_strategy='max_reward'`, `_dfs_max_reward`): of the finished nodes reached through visited nodes, the path of
+the highest sum of its nodes' values (a visited node's value is its verifier value; with aggregate=last, its step's
+score, the reference's step reward); none visited yet, the most-visited rule answers (the reference answers None).
+Differences from the references, and why: OpenR's root Dirichlet noise (for self-play) is not added, and identical
+sibling steps stay two children (our tree's identity, as beam's); llm-reasoners backs up the sum of the step rewards
+from each node to the leaf and simulates greedily by fast reward to the end, where ours backs up the leaf's value
+(Q stays in [0, 1], the scale of the r(a) it is compared with) and simulates only with `evaluation=rollout`.
 """
 
 from __future__ import annotations
@@ -43,6 +63,13 @@ from ttscale.search import LivePrefixes, Node, Search, SearchParams, softmax
 SETTLED = 16
 """Simulations in a row that end at an already visited solution, after which an until-budget search stops."""
 
+Selection = Literal["openr", "llm_reasoners", "uct", "puct"]
+SELECTIONS: tuple[str, ...] = ("openr", "llm_reasoners", "uct", "puct")
+REFERENCE_C: dict[str, float] = {"openr": 1.25, "llm_reasoners": 1.0, "uct": 1.0, "puct": 1.0}
+"""Each rule's exploration constant where `c_puct` is unset: OpenR's pb_c_init, llm-reasoners' w_exp, ours 1."""
+FIRST_VALUED = ("openr", "llm_reasoners")
+"""The rules whose unvisited child starts at its value from the expansion (every child is scored as it is sampled)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class MCTSParams(SearchParams):
@@ -50,32 +77,64 @@ class MCTSParams(SearchParams):
 
     expand: int = 4
     """k: children sampled per expansion (one engine request of n = k)."""
-    c_puct: float = 1.0
-    """c: the exploration constant of the selection rule (UCT's or PUCT's); 0 = greedy on Q."""
-    selection: Literal["uct", "puct"] = "uct"
-    """uct: Q + c·sqrt(ln N(s) / N(s,a)), unvisited children first; puct: Q + c·P·sqrt(N(s)) / (1 + N(s,a)), with the
-    prior P from the steps' mean token log-probs."""
+    selection: Selection = "openr"
+    """openr: OpenR's PUCT, unvisited children at their verifier value, a leaf expanded at its second visit;
+    llm_reasoners: llm-reasoners' UCT, unvisited children at their fast reward; uct: ours before, unvisited children
+    first; puct: ours before, Q = 0 unvisited (see the module docstring for each formula)."""
+    c_puct: float | None = None
+    """c: the exploration constant of the selection rule; None = the rule's reference value (openr 1.25, the others
+    1); 0 = greedy on Q."""
+    c_base: float = 19652.0
+    """OpenR's pb_c_base: c grows as ln((N(s) + c_base + 1) / c_base) with the parent's visits (openr only)."""
     evaluation: Literal["verifier", "rollout"] = "verifier"
     """verifier: a leaf's value is the verifier's value of its path; rollout: of its solution sampled to the end."""
-    final: Literal["most_visited", "vote"] = "most_visited"
-    """most_visited: the end of the most-visited path answers; vote: every finished solution found votes (`select`)."""
+    final: Literal["most_visited", "vote", "best_reward"] = "most_visited"
+    """most_visited: the end of the most-visited path answers; vote: every finished solution found votes (`select`);
+    best_reward: the visited finished path of the highest sum of node values (llm-reasoners' max_reward)."""
     simulations: int | None = None
     """Simulations at most; None = until the budget is spent (or the search settles on finished solutions)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("expand", self.expand)
-        check_range("c_puct", self.c_puct, 0, 100)
+        if self.c_puct is not None:
+            check_range("c_puct", self.c_puct, 0, 100)
+        check_range("c_base", self.c_base, 1, 1e9)
         check_positive("simulations", self.simulations, allow_none=True)
-        for name, allowed in (("selection", ("uct", "puct")), ("evaluation", ("verifier", "rollout")),
-                              ("final", ("most_visited", "vote"))):
+        for name, allowed in (("selection", SELECTIONS), ("evaluation", ("verifier", "rollout")),
+                              ("final", ("most_visited", "vote", "best_reward"))):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be {' or '.join(allowed)}, got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
+                                 f"got {getattr(self, name)!r}")
+
+    @property
+    def c(self) -> float:
+        """The exploration constant in use: `c_puct`, or the selection rule's reference value."""
+        return REFERENCE_C[self.selection] if self.c_puct is None else self.c_puct
+
+
+def selection_score(
+    rule: str, *, q: float | None, prior: float, parent_visits: int, visits: int, c: float, c_base: float = 19652.0
+) -> float:
+    """The score by which `rule` ranks a child: q its mean value (None: unvisited and not valued, counted 0 by PUCT),
+    prior its P(s, a), parent_visits N(s), visits N(s, a). UCT's unvisited child is +inf (it goes first)."""
+    value = 0.0 if q is None else q
+    if rule == "openr":
+        weight = math.log((parent_visits + c_base + 1) / c_base) + c
+        return value + weight * prior * math.sqrt(parent_visits) / (visits + 1)
+    if rule == "puct":
+        return value + c * prior * math.sqrt(parent_visits) / (1 + visits)
+    if rule == "llm_reasoners":  # ln N(s) at N(s) = 0: the root before its first visit, no exploration yet
+        return value + c * math.sqrt(math.log(max(parent_visits, 1)) / max(1, visits))
+    if visits == 0:
+        return math.inf
+    return value + c * math.sqrt(math.log(parent_visits) / visits)
 
 
 @strategy(MCTSParams)
 async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
-    search = Search(ctx, p, logprobs=p.selection == "puct")  # PUCT's prior needs the steps' log-probs
+    # The priors need the steps' log-probs (OpenR's and our PUCT); UCT's rules never read them.
+    search = Search(ctx, p, logprobs=p.selection in ("openr", "puct"))
     root = search.root
     visits: dict[int, int] = {}  # N
     total: dict[int, float] = {}  # W
@@ -83,6 +142,8 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
     tree: list[Node] = []  # every node selection may reach (rollouts excluded)
     rollouts: list[Node] = []
     waiting = LivePrefixes(search.tree)  # the open nodes not expanded yet: the search may expand them (KV stays live)
+    valued = p.selection in FIRST_VALUED  # children scored as they are sampled: their value is their first Q
+    lazy = p.selection == "openr"  # OpenR expands a leaf when the walk comes back to it, not at its first visit
 
     async def expand(node: Node) -> list[Node]:  # step 0 and 3
         waiting.discard(node)  # being expanded: its prefix is counted as the request's own
@@ -93,6 +154,8 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
             for child in children:
                 if not child.terminal:
                     waiting.add(child)
+            if valued:
+                await search.score(children)
         return children
 
     def select(s: Node) -> Node:  # step 1, one level
@@ -101,12 +164,11 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
         best, best_key = children[0], (-math.inf, -math.inf)
         for a, prior_a in zip(children, prior, strict=True):
             n_a = visits.get(a.id, 0)
-            q = total[a.id] / n_a if n_a else 0.0
-            if p.selection == "puct":
-                key = (q + p.c_puct * prior_a * math.sqrt(n_s) / (1 + n_a), prior_a)
-            else:
-                key = (q + p.c_puct * math.sqrt(math.log(n_s) / n_a) if n_a else math.inf, 0.0)
-            if key > best_key:  # strictly: among equals the earlier sampled child stays
+            q = total[a.id] / n_a if n_a else (a.value if valued else None)
+            score = selection_score(p.selection, q=q, prior=prior_a, parent_visits=n_s, visits=n_a, c=p.c,
+                                    c_base=p.c_base)
+            key = (score, prior_a if p.selection == "puct" else 0.0)  # our PUCT: ties go to the likelier step
+            if key > best_key:  # strictly: among equals the earlier sampled child stays (as both references)
                 best, best_key = a, key
         return best
 
@@ -127,12 +189,22 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
 
     simulations = settled = 0
     first = await expand(root)
+    stopped = False
     while first and search.can_expand and (p.simulations is None or simulations < p.simulations):
         path = [root]
-        while path[-1].id in kids:
-            path.append(select(path[-1]))
+        while True:
+            node = path[-1]
+            second_visit = lazy and node.id not in kids and node.id in visits and not node.terminal
+            if second_visit and not await expand(node):  # OpenR's: expand now, and the walk goes on below
+                stopped = True  # the budget ended inside the step
+                break
+            if node.id not in kids:
+                break
+            path.append(select(node))
+        if stopped:
+            break
         leaf = path[-1]
-        revisit = leaf.id in visits  # only a finished leaf is met twice: an open one was expanded at its first visit
+        revisit = leaf.id in visits  # only a finished leaf is met twice: an open one is expanded by then
         value = await evaluate(leaf)
         if value is None:
             break
@@ -140,7 +212,7 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
             visits[node.id] = visits.get(node.id, 0) + 1
             total[node.id] = total.get(node.id, 0.0) + value
         simulations += 1
-        if not leaf.terminal and not await expand(leaf):
+        if not lazy and not leaf.terminal and not await expand(leaf):
             break  # the budget ended inside the step
         settled = settled + 1 if revisit else 0
         if p.simulations is None and settled >= SETTLED:
@@ -150,8 +222,11 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
     while visited := [a for a in kids.get(end.id, []) if a.id in visits]:
         end = max(visited, key=lambda a: (visits[a.id], total[a.id] / visits[a.id]))
     finished = [node for node in search.tree.nodes if node.terminal]
+    best = best_reward(finished, visits) if p.final == "best_reward" else None
     if p.final == "vote":
         pool = finished or tree
+    elif best is not None:
+        pool = [best]
     elif end.terminal:
         pool = [end]
     else:
@@ -167,10 +242,23 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
         "root_visits": [visits.get(a.id, 0) for a in first],
         "root_values": [round(total[a.id] / visits[a.id], 6) if a.id in visits else None for a in first],
         "terminal_nodes": len(finished),
-        "answer_depth": end.depth,
-        "answer_visits": visits.get(end.id, 0),
+        "answer_depth": (best or end).depth,
+        "answer_visits": visits.get((best or end).id, 0),
         "selection": p.selection,
         "evaluation": p.evaluation,
         "final": p.final,
     }
     return await search.answer(pool, info=info)
+
+
+def best_reward(finished: list[Node], visits: dict[int, int]) -> Node | None:
+    """The visited finished node whose path (root excluded) has the highest sum of node values; None if none was
+    visited. Every node of such a path was visited, so each holds its verifier value. Ties: the earlier node."""
+    best, best_sum = None, -math.inf
+    for node in finished:
+        if node.id not in visits:
+            continue
+        path_sum = sum(a.value or 0.0 for a in node.path() if a.parent is not None)
+        if path_sum > best_sum:
+            best, best_sum = node, path_sum
+    return best

@@ -1,4 +1,4 @@
-"""Versioned run files (ttscale.runstore.runformat): today's code stamps config.json and every record with format 2, and
+"""Versioned run files (ttscale.runstore.runformat): today's code stamps config.json and every record with format 3, and
 reads the REAL run directories the code wrote before versions existed (tests/fixtures/runs_v1, format 1) in
 today's shape: load_runs, report, fit, and a resume that finds nothing left (and starts no engine). What a reader
 gets no longer carries the version: a record reads back as it was appended, whatever version wrote its line.
@@ -354,3 +354,59 @@ def test_the_real_runs_of_tests_data_read_as_before() -> None:
         run = read_run(real)
     stored = {str(r["id"]): r for r in raw_lines(real) if not r.get("unfinished")}
     assert run.records and all(r == stored[str(r["id"])] for r in run.records)
+
+
+# -- version 2 → 3 (issue 44): mcts and generated_tests name the rule a version-2 run ran ---------------------------
+
+def _as_version_2(run: Path, strategy: str) -> None:
+    """Rewrite today's run `run` as the version-2 code wrote it: its default rule unnamed in the spec, its identity's
+    parameters without the fields version 3 added, `codet` for the paper's formula."""
+    config = raw_config(run)
+    given, params = config["spec"]["params"], config["identity"]["params"]
+    if strategy == "mcts":
+        given.pop("selection")
+        del params["c_base"]
+        params.update(selection="uct", c_puct=1.0)
+    else:
+        given["select"] = params["select"] = "codet"
+        del params["tests_per_sample"], params["shortlist"]
+    (run / CONFIG).write_text(json.dumps({**config, "format": 2}), encoding="utf-8")
+    lines = [{**r, "format": 2} for r in raw_lines(run)]
+    if strategy == "generated_tests":
+        lines = [{**r, "info": {**r["info"], "select": "codet"}} for r in lines]
+    (run / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize("strategy", ["mcts", "generated_tests"])
+def test_a_v2_run_of_a_strategy_whose_default_changed_resumes_as_the_rule_it_ran(strategy: str, tmp_path: Path) -> None:
+    from ttscale.evals.base import load_task
+    from ttscale.testing import SimulatedCodePolicy
+
+    run = tmp_path / strategy
+    if strategy == "mcts":
+        ttscale.run(strategy="mcts", budget="300", task="arithmetic", limit=2, out=run,
+                    engine=SimulatedArithmeticPolicy(),
+                    params={"verifier": "arithmetic", "simulations": "2", "selection": "uct"})
+    else:
+        ttscale.run(strategy="generated_tests", budget="2k", task="code:1", limit=1, out=run,
+                    engine=SimulatedCodePolicy(load_task("code:1")), params={"n": "2", "select": "codet_paper"})
+    _as_version_2(run, strategy)
+    config = RunDir(run).read_config()
+    if strategy == "mcts":  # the UCT it ran (c = 1 is UCT's reference value: c_puct unset reads so)
+        assert config["spec"]["params"]["selection"] == "uct"
+        assert config["identity"]["params"]["c_puct"] is None and config["identity"]["params"]["c_base"] == 19652.0
+    else:  # the paper's formula it ran, under its name today
+        assert config["spec"]["params"]["select"] == config["identity"]["params"]["select"] == "codet_paper"
+        assert {r["info"]["select"] for r in RunDir(run).records()} == {"codet_paper"}
+    def resume() -> ttscale.Run:  # the stored spec as `ttscale run --resume` reads it (RunDir.read_config)
+        spec = RunDir(run).read_config()["spec"]
+        return ttscale.run(strategy=spec["strategy"], budget=spec["budget"], task=spec["task"], limit=spec["limit"],
+                           params=spec["params"], seed=spec["seed"], out=run, engine=NoGeneration(seed=0))
+
+    NoGeneration.calls = 0
+    done = resume()
+    assert done.summary["resumed"] is True and NoGeneration.calls == 0  # nothing left to run
+    # Read as version 3 (not migrated), the stored spec would rebuild today's default rule, and the resume refuses.
+    (run / CONFIG).write_text(json.dumps({**raw_config(run), "format": 3}), encoding="utf-8")
+    with pytest.raises(RunDirError, match=r"cannot resume .* the run differs in params"):
+        resume()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -14,7 +15,16 @@ from ttscale.budget import Budget, Ledger
 from ttscale.context import Context
 from ttscale.evals.code_synthetic import SyntheticCodeTask
 from ttscale.params import parse_params
-from ttscale.strategies.generated_tests import GeneratedTestsParams, generated_tests, parse_tests
+from ttscale.strategies.generated_tests import (
+    GeneratedTestsParams,
+    codemonkeys_shortlist,
+    generated_tests,
+    needs_code,
+    parse_tests,
+    sample_tests,
+    score_candidates,
+    written_counts,
+)
 from ttscale.testing import SimulatedCodePolicy
 
 TASK = SyntheticCodeTask(levels=(1, 2, 3), per_level=4, timeout=5.0)
@@ -134,8 +144,158 @@ def test_a_task_that_is_not_code_is_refused_before_anything_starts(
 @pytest.mark.parametrize(
     ("params", "message"),
     [({"max_tests": "0"}, "max_tests must be ≥ 1, got 0"),
+     ({"tests_per_sample": "0"}, "tests_per_sample must be ≥ 1, got 0"),
+     ({"shortlist": "0"}, "shortlist must be ≥ 1, got 0"),
+     ({"select": "codeT"}, "parameter select must be one of 'codemonkeys', 'tests_passed', 'codet', 'codet_paper'"),
      ({"temperature": "0", "test_samples": "2", "n": "1"}, "test_samples must be 1 at temperature 0")],
 )
 def test_parameters_are_validated(params: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_params(GeneratedTestsParams, params)
+
+
+# --- Issue 44, item 2: the references' selection rules on hand-made pass matrices -------------------------------
+# The problem is `multiply(a, b)` (TASK's first). Generated tests and candidate programs are scripted, every
+# execution is real (the sandbox); the pass matrix below is what the programs do on the tests, by hand.
+T1, T2, T3 = "assert multiply(1, 1) == 1", "assert multiply(2, 1) == 2", "assert multiply(3, 3) == 9"
+NONE_PASS = [f"assert multiply(0, {b}) == 5" for b in range(3)]  # no program here passes these
+REFERENCE = TASK.problems()[0].reference  # a * b: right on the hidden tests
+C1 = "def multiply(a, b):\n    return a if b == 1 else 0\n"  # [1, 1, 0] on T1-T3
+C2 = "def multiply(a: int, b: int) -> int:\n    return a * b if b < 2 else -1\n"  # [1, 1, 0], other code
+C4 = "def multiply(a, b):\n    return None\n"  # [0, 0, 0]
+ONLY_T3 = "def multiply(a, b):\n    return a * b if a == 3 else 0\n"  # [0, 0, 1]
+
+
+class ScriptedCode(SimulatedCodePolicy):
+    """The simulator with its writing scripted: each test-writing sample is the next of `tests` (assert lines), each
+    candidate the next of `programs`; judging stays the simulator's (Yes for the reference solution)."""
+
+    def __init__(self, tests: list[list[str]], programs: list[str]) -> None:
+        super().__init__(TASK, seed=0)
+        self.tests, self.programs, self.given = tests, programs, {"tests": 0, "programs": 0}
+
+    def _next(self, kind: str, items: list[Any]) -> Any:
+        item = items[self.given[kind] % len(items)]
+        self.given[kind] += 1
+        return item
+
+    def _tests(self, problem: Any) -> str:
+        return "```python\n" + "\n".join(self._next("tests", self.tests)) + "\n```"
+
+    def _solution(self, problem: Any) -> str:
+        return f"Here is the function.\n\n```python\n{self._next('programs', self.programs)}```"
+
+    def judged(self) -> int:
+        return sum("Answer Yes or No." in r for r in self.requests)
+
+
+def _scripted(tests: list[list[str]], programs: list[str], **params: Any) -> tuple[Any, ScriptedCode]:
+    policy = ScriptedCode(tests, programs)
+    answer, _ = _solve(policy, 0, budget="20k", n=str(len(programs)), test_samples=str(len(tests)), **params)
+    return answer, policy
+
+
+def test_codet_follows_its_reference_code_and_the_papers_formula_is_codet_paper() -> None:
+    # Pass matrix c1 [1,1,0], c2 [1,1,0], c3 [1,1,1], c4 [0,0,0]. The paper's |set| · |tests|: c1 = c2 = 2 · 2 = 4,
+    # c3 = 1 · 3 = 3, c4 = 0 → c1. CodeT's DualAgreement: c4 passes nothing and is dropped; {c1, c2}: 2 · √2 = 2.83,
+    # {c3}: 3 · √1 = 3 → c3 (ours before, select=codet: c1).
+    programs = [C1, C2, REFERENCE, C4]
+    answer, _ = _scripted([[T1, T2, T3]], programs, select="codet")
+    assert [s.score for s in answer.samples] == [pytest.approx(2 * math.sqrt(2))] * 2 + [3.0, None]
+    assert answer.prediction == REFERENCE.strip() and answer.info["select"] == "codet"
+    answer, _ = _scripted([[T1, T2, T3]], programs, select="codet_paper")
+    assert [s.score for s in answer.samples] == [4.0, 4.0, 3.0, 0.0] and answer.prediction == C1.strip()
+
+
+def test_codet_counts_a_test_as_often_as_written_among_the_first_five_of_each_sample() -> None:
+    # Three test-writing samples: the first writes T1, T2, three tests nobody passes, then T3 (its 6th); the other
+    # two write T3. c1, c2 pass T1 and T2; c3 passes only T3. CodeT (first 5 of each sample): T3 counts 2 →
+    # {c1, c2}: (1 + 1) · √2 = 2.83 > {c3}: 2 · 1 → c1. With 6 a sample, T3 counts 3 → {c3}: 3 > 2.83 → c3.
+    tests = [[T1, T2, *NONE_PASS, T3], [T3], [T3]]
+    programs = [C1, C2, ONLY_T3]
+    answer, _ = _scripted(tests, programs, select="codet")
+    assert answer.info["tests"] == 6 and answer.prediction == C1.strip()
+    assert [s.score for s in answer.samples] == [pytest.approx(2 * math.sqrt(2))] * 2 + [2.0]
+    answer, _ = _scripted(tests, programs, select="codet", tests_per_sample="6")
+    assert answer.prediction == ONLY_T3.strip() and answer.samples[2].score == 3.0
+    # The counts themselves (a parse, nothing run): the first five lines of each sample only.
+    texts = ["\n".join(t) for t in tests]
+    kept = parse_tests(texts, entry_point="multiply", limit=8, per_sample=5)
+    assert kept == [T1, T2, *NONE_PASS, T3]
+    assert written_counts(texts, kept, entry_point="multiply", per_sample=5) == [1, 1, 1, 1, 1, 2]
+
+
+# Votes [3, 2, 2, 0]: a wrong generated test (T3 expects 10) that the wrong C1_PLUS passes, the reference fails.
+T3_WRONG = "assert multiply(3, 3) == 10"
+C1_PLUS = "def multiply(a, b):\n    return a * b + (1 if a == 3 else 0)\n"  # [1, 1, 1]: wrong on the hidden tests
+
+
+def test_codemonkeys_hands_the_top_three_to_the_judge_ours_asks_it_only_on_a_tie() -> None:
+    # Votes: C1_PLUS 3, REFERENCE 2, C1 2, C4 0. CodeMonkeys: the top 3 distinct programs by votes, then by length
+    # (C1, 53 characters, before the reference, 58) go to model selection: the simulated judge says Yes to the
+    # reference only → the reference. Ours (tests_passed): C1_PLUS leads alone → chosen, the judge never asked.
+    programs = [C1_PLUS, REFERENCE, C1, C4]
+    assert len(C1.strip()) < len(REFERENCE.strip())
+    answer, policy = _scripted([[T1, T2, T3_WRONG]], programs, verifier="llm_judge")  # the default select
+    assert answer.info["select"] == "codemonkeys" and [s.score for s in answer.samples] == [3.0, 2.0, 2.0, 0.0]
+    assert policy.judged() == 3 and answer.info["leaders"] == 3 and answer.info["tie_break"] == "llm_judge"
+    assert answer.prediction == REFERENCE.strip() and TASK.grade(answer.prediction, TASK.problems()[0])
+    answer, policy = _scripted([[T1, T2, T3_WRONG]], programs, verifier="llm_judge", select="tests_passed")
+    assert policy.judged() == 0 and answer.prediction == C1_PLUS.strip()
+    # Without a judge CodeMonkeys' ranking answers: the most votes.
+    answer, policy = _scripted([[T1, T2, T3_WRONG]], programs)
+    assert policy.judged() == 0 and answer.prediction == C1_PLUS.strip()
+
+
+def test_tests_passed_asks_the_judge_on_a_tie_and_the_shortlist_is_distinct_programs() -> None:
+    # Votes [2, 2, 0] with C1 (wrong) first: without a judge the first leader answers; with the simulated judge the
+    # tie goes to the reference.
+    answer, policy = _scripted([[T1, T2, T3_WRONG]], [C1, REFERENCE, C4], select="tests_passed")
+    assert policy.judged() == 0 and answer.prediction == C1.strip()
+    answer, policy = _scripted([[T1, T2, T3_WRONG]], [C1, REFERENCE, C4], select="tests_passed", verifier="llm_judge")
+    assert policy.judged() == 2 and answer.prediction == REFERENCE.strip() and answer.info["tie_break"] == "llm_judge"
+    # CodeMonkeys deduplicates programs before its top 3: a repeated program is judged once.
+    assert codemonkeys_shortlist([3.0, 3.0, 2.0, 1.0, 0.0], ["ab", "ab", "xyz", "q", "z"], size=3) == [0, 2, 3]
+    assert codemonkeys_shortlist([2.0, 2.0, None], ["long one", "short", None], size=3) == [1, 0]
+    assert codemonkeys_shortlist([1.0, 0.0], ["longer", "s"], size=3) == [0, 1]  # votes before length
+    assert codemonkeys_shortlist([None, 1.0, 2.0], ["a", "b", None], size=3) == [1]  # unscored, or no code: out
+    with pytest.raises(ValueError):  # a program per score
+        codemonkeys_shortlist([1.0, 2.0], ["a"], size=3)
+
+
+def test_a_code_tasks_problems_pass_the_check_and_one_without_an_entry_point_is_named() -> None:
+    assert needs_code(TASK.problems()) is None  # every problem of a code task has its entry point
+    odd = replace(TASK.problems()[0], id="odd", meta={**TASK.problems()[0].meta, "entry_point": 5})
+    with pytest.raises(ValueError, match="problem 'odd' has none"):
+        needs_code([odd])
+
+
+def test_the_scores_of_each_rule_on_pass_vectors() -> None:
+    rows: list[tuple[int, ...] | None] = [(1, 0), (0, 0), None, (1, 0)]
+    # codet: a candidate passing one test (weight 1) stays, √2 for its set of two; one passing nothing is dropped.
+    assert score_candidates(rows, [1, 3], select="codet") == [pytest.approx(math.sqrt(2)), None, None,
+                                                              pytest.approx(math.sqrt(2))]
+    assert score_candidates(rows, [2, 3], select="codet")[0] == pytest.approx(2 * math.sqrt(2))  # counted twice
+    assert score_candidates(rows, None, select="codet_paper") == [2.0, 0.0, None, 2.0]
+    assert score_candidates(rows, None, select="tests_passed") == [1.0, 0.0, None, 1.0]
+    with pytest.raises(ValueError):  # a weight per test, no fewer
+        score_candidates([(1, 0)], [1], select="codet")
+
+
+def test_sample_tests_keeps_each_samples_first_lines_and_bounds_their_length() -> None:
+    assert parse_tests(["assert f(1) == 1\nassert f(2) == 2\nassert f(3) == 3"], entry_point="f", limit=8,
+                       per_sample=2) == ["assert f(1) == 1", "assert f(2) == 2"]
+    # A line that is not one assert does not end the sample: the next line still counts.
+    assert sample_tests("assert f(2) == 3; import os\nassert f(1) == 1", entry_point="f", limit=None) == [
+        "assert f(1) == 1"]
+    longest = "assert f(1) == " + "1" * (2000 - len("assert f(1) == "))
+    assert len(longest) == 2000 and sample_tests(longest + "\n" + longest + "1", entry_point="f", limit=None) == [
+        longest]  # 2,000 characters at most: a longer line is never parsed
+
+
+def test_params_from_python_are_validated_and_the_references_are_the_defaults() -> None:
+    with pytest.raises(ValueError, match="select must be one of codemonkeys, tests_passed, codet, codet_paper, got"):
+        GeneratedTestsParams(select="x")  # type: ignore[arg-type]
+    p = GeneratedTestsParams()
+    assert (p.select, p.shortlist, p.tests_per_sample, p.verifier) == ("codemonkeys", 3, None, None)
+    assert GeneratedTestsParams(temperature=0, test_samples=1, n=1).test_samples == 1  # one greedy sample is fine

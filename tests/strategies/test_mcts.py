@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from tests.strategies.test_beam_reference import Script, ScriptedSteps, end
 from ttscale.params import params_class, parse_params
 from ttscale.schema import Answer
+from ttscale.search import Node
 from ttscale.strategies import STRATEGIES
-from ttscale.strategies.mcts import SETTLED, MCTSParams
+from ttscale.strategies.mcts import SETTLED, MCTSParams, best_reward, selection_score
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 
 
@@ -78,7 +79,7 @@ def test_uct_visits_and_values_follow_the_hand_computation(monkeypatch: pytest.M
     a_q, b_q = (0.6 + 0.85 + 0.2) / 3, (0.4 + 0.8) / 2
     assert math.isclose(0.725 + math.sqrt(math.log(3) / 2), 1.4662, abs_tol=1e-4)  # the comment's arithmetic
     assert 0.725 + math.sqrt(math.log(4) / 2) < 0.4 + math.sqrt(math.log(4))  # ln(N + 1) would flip sim 4
-    answer, ledger, engine = run_scripted(monkeypatch, simulations=5, expand=2, c_puct=1.0)
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=5, expand=2, c_puct=1.0, selection="uct")
     assert expansions(engine) == [(), ("A",), ("B",), ("A", "A1"), ("A", "A2"), ("B", "B1")]
     info = answer.info
     assert info["simulations"] == 5 and not info["settled"]
@@ -96,7 +97,7 @@ def test_uct_visits_and_values_follow_the_hand_computation(monkeypatch: pytest.M
 def test_the_vote_counts_every_finished_solution_by_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
     # The same five simulations; the six finished paths vote by verifier value: 5: 2·1.0 > 7: 2·.7 > 2: 2·.1,
     # where the most-visited path (previous test) answers 7.
-    answer, _, _ = run_scripted(monkeypatch, simulations=5, expand=2, final="vote")
+    answer, _, _ = run_scripted(monkeypatch, simulations=5, expand=2, final="vote", selection="uct")
     assert answer.prediction == "5"
     assert answer.info["votes"] == {"5": pytest.approx(2.0), "7": pytest.approx(1.4), "2": pytest.approx(0.2)}
     assert answer.info["root_visits"] == [3, 2]  # the answer rule does not change the search
@@ -108,7 +109,8 @@ def test_rollouts_score_the_sampled_end_and_are_not_selected(monkeypatch: pytest
     # sim 2: B; rollout B → B1 → end5: v = 1; expand B → [B1, B1].
     # sim 3: A: .7 + sqrt(ln 2) = 1.5326 < B: 1 + .8326 = 1.8326 → B → B1 (first, unvisited);
     #        rollout B1 → end5: v = 1; expand B1 → [end5, end5].
-    answer, ledger, engine = run_scripted(monkeypatch, simulations=3, expand=2, evaluation="rollout")
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=3, expand=2, evaluation="rollout",
+                                          selection="uct")
     rollouts = [r["path"] for r in engine.requests if not r["stop"]]
     assert rollouts == [("A",), ("B",), ("B", "B1")] and all(r["n"] == 1 for r in engine.requests if not r["stop"])
     assert expansions(engine) == [(), ("A",), ("B",), ("B", "B1")]
@@ -144,18 +146,114 @@ def test_puct_follows_the_log_prob_prior_by_hand(monkeypatch: pytest.MonkeyPatch
     assert ledger["tree"]["verifier_calls"] == 3  # B, B1, end5: a revisit re-uses the value
 
 
+def test_the_issues_hand_example_openr_picks_the_unvisited_child_our_puct_the_visited_one() -> None:
+    # Issue 44, item 4: root N = 1; A visited once, Q = .6, prior .31; B unvisited, prior .69, PRM value .4.
+    # OpenR: c(N) = ln((1 + 19653) / 19652) + 1.25 = 1.2501; A: .6 + 1.2501·.31·1/2 = .794, B: .4 + 1.2501·.69 = 1.263.
+    # Ours before (PUCT, c = 1, Q = 0 unvisited): A: .6 + .31/2 = .755, B: 0 + .69 = .690.
+    openr = [selection_score("openr", q=q, prior=pr, parent_visits=1, visits=n, c=1.25)
+             for q, pr, n in ((0.6, 0.31, 1), (0.4, 0.69, 0))]
+    puct = [selection_score("puct", q=q, prior=pr, parent_visits=1, visits=n, c=1.0)
+            for q, pr, n in ((0.6, 0.31, 1), (None, 0.69, 0))]
+    assert openr == [pytest.approx(0.794, abs=5e-4), pytest.approx(1.263, abs=5e-4)] and openr[1] > openr[0]
+    assert puct == [pytest.approx(0.755), pytest.approx(0.690)] and puct[0] > puct[1]
+    # llm-reasoners' UCT at N(s) = 2: A: .6 + sqrt(ln 2) = 1.4326 > B (fast reward .4): 1.2326; ours: B first.
+    rap = [selection_score("llm_reasoners", q=q, prior=0.5, parent_visits=2, visits=n, c=1.0)
+           for q, n in ((0.6, 1), (0.4, 0))]
+    assert rap == [pytest.approx(1.4326, abs=1e-4), pytest.approx(1.2326, abs=1e-4)]
+    assert selection_score("uct", q=None, prior=0.5, parent_visits=2, visits=0, c=1.0) == math.inf
+    # OpenR's c(N) to the digit where c_base matters (N = 10^5): ln((N + 19652 + 1) / 19652) + 1.25.
+    c_n = math.log((100_000 + 19_653) / 19_652) + 1.25
+    assert selection_score("openr", q=0.1, prior=0.5, parent_visits=100_000, visits=9, c=1.25) == pytest.approx(
+        0.1 + c_n * 0.5 * math.sqrt(100_000) / 10, rel=1e-12)
+    # llm-reasoners at N(s) = 1: ln 1 = 0, no exploration: the value alone.
+    assert selection_score("llm_reasoners", q=0.6, prior=0.5, parent_visits=1, visits=1, c=1.0) == 0.6
+
+
+def test_openr_is_the_default_and_follows_its_reference_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Default selection (OpenR), k = 2. Mean log-probs A: −1, B: −0.2 → P(A) = .31, P(B) = .69; the root's children
+    # are scored as they are sampled: r(A) = .6, r(B) = .4 (their Q until visited).
+    # sim 1: N(root) = 0, no exploration: A .6 > B .4 → A; v = r(A) = .6, not expanded (first visit).
+    # sim 2: the issue's example: A .794 < B 1.263 → B; v = .4. N(root) = 2.
+    # sim 3: c(2) = 1.25015, √2: A: .6 + 1.25015·.31·√2/2 = .8741 < B: .4 + 1.25015·.69·√2/2 = 1.0100 → B, visited:
+    #        expanded now → [B1, B1], r = .8 each, P = ½; B1: .8 + 1.2501·½·1/1 = 1.425 (both) → the first; v = .8.
+    # sim 4: √3: A: .6 + .31·1.25015·√3/2 = .9356 < B: (.4 + .8)/2 + .69·1.25015·√3/3 = 1.0980 → B; N(B) = 2:
+    #        B1 (N = 1): .8 + .5·1.2501·√2/2 = 1.2420 < B1' (N = 0): .8 + .5·1.2501·√2 = 1.6840 → B1'; v = .8.
+    # sim 5: A: .6 + .31·1.2502·2/2 = .9876 < B: 2/3 + .69·1.2502·2/4 = 1.0980 → B; B1, B1' both 1.3413 → B1,
+    #        visited: expanded → [end5, end5], r = 1 → end5 (finished); v = 1.
+    # Ours before (UCT) expands A at sim 1 and B at sim 2 (expansions (), A, B, ...).
+    assert math.isclose(0.6 + 1.25015 * 0.31 * math.sqrt(2) / 2, 0.8741, abs_tol=1e-4)
+    assert math.isclose(0.4 + 1.25015 * 0.69 * math.sqrt(2) / 2, 1.0100, abs_tol=1e-4)
+    logprob = {"A": -1.0, "B": -0.2}
+    assert math.isclose(math.exp(-0.2) / (math.exp(-1) + math.exp(-0.2)), 0.69, abs_tol=1e-3)
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=5, expand=2, logprob=logprob)
+    assert all(r["logprobs"] == 0 for r in engine.requests)  # the prior needs the log-probs
+    assert expansions(engine) == [(), ("B",), ("B", "B1")]
+    info = answer.info
+    assert info["selection"] == "openr" and info["root_visits"] == [1, 4]
+    assert info["root_values"] == [pytest.approx(0.6), pytest.approx((0.4 + 0.8 + 0.8 + 1.0) / 4)]
+    assert answer.prediction == "5" and (info["answer_depth"], info["answer_visits"]) == (3, 1)
+    # every child scored once, as it was sampled (2 + 2 + 2); the leaves' values are those scores, not re-scored
+    assert ledger["reward_evaluations"] == 6 and ledger["tree"]["verifier_calls"] == 3
+
+
+def test_llm_reasoners_starts_an_unvisited_child_at_its_fast_reward(monkeypatch: pytest.MonkeyPatch) -> None:
+    # selection=llm_reasoners, c = 1, k = 2; children scored as sampled (their fast reward), expanded at first visit.
+    # sim 1: N(root) = 0 → A (.6 > .4); v = .6; expand A → [A1 .85, A2 .2].
+    # sim 2: N(root) = 1, ln 1 = 0: A (Q .6) > B (fast .4) → A (ours before: the unvisited B first);
+    #        N(A) = 1: A1 .85 > A2 .2 → A1; v = .85; expand A1 → [end7, end7] (.7 each).
+    # sim 3: ln 2: A: .725 + sqrt(ln 2 / 2) = 1.3137 > B: .4 + sqrt(ln 2) = 1.2326 → A; A1: .85 + .8326 > A2:
+    #        .2 + .8326 → A1; ln 1 = 0: end7, end7' tie → the first; finished, v = .7.
+    # sim 4: ln 3: A: .7167 + sqrt(ln 3 / 3) = 1.3218 < B: .4 + sqrt(ln 3) = 1.4481 → B; v = .4; expand B.
+    # sim 5: ln 4: A: .7167 + .6798 = 1.3965 < B: .4 + 1.1774 = 1.5774 → B → B1 (ties: first); v = .8; expand B1.
+    # sim 6: ln 5: A: .7167 + .7324 = 1.4491 < B: .6 + sqrt(ln 5 / 2) = 1.4971 → B; B1: .8 + sqrt(ln 2) ties B1'
+    #        → B1; N(B1) = 1: → end5; finished, v = 1.
+    # best_reward: the visited finished paths A, A1, end7 (.6 + .85 + .7 = 2.15) and B, B1, end5 (.4 + .8 + 1 = 2.2).
+    assert 0.725 + math.sqrt(math.log(2) / 2) > 0.4 + math.sqrt(math.log(2))
+    answer, _, engine = run_scripted(monkeypatch, simulations=3, expand=2, selection="llm_reasoners")
+    assert expansions(engine) == [(), ("A",), ("A", "A1")] and answer.info["root_visits"] == [3, 0]
+    assert all(r["logprobs"] is None for r in engine.requests)  # UCT needs no prior
+    assert answer.prediction == "7" and answer.info["answer_depth"] == 3
+    answer, _, engine = run_scripted(monkeypatch, simulations=6, expand=2, selection="llm_reasoners",
+                                     final="best_reward")
+    assert expansions(engine) == [(), ("A",), ("A", "A1"), ("B",), ("B", "B1")]
+    assert answer.info["root_visits"] == [3, 3] and answer.info["final"] == "best_reward"
+    assert answer.prediction == "5" and (answer.info["answer_depth"], answer.info["answer_visits"]) == (3, 1)
+
+
+def test_best_reward_takes_the_visited_finished_path_of_the_highest_reward_sum() -> None:
+    # llm-reasoners' max_reward: a DFS over visited children to finished nodes, the largest sum of step rewards.
+    root = Node(id=0, parent=None, token_ids=())
+    a = Node(id=1, parent=root, token_ids=(), depth=1, value=0.9)
+    a_end = Node(id=2, parent=a, token_ids=(), depth=2, value=0.2, finish="stop")  # .9 + .2 = 1.1
+    b = Node(id=3, parent=root, token_ids=(), depth=1, value=0.4)
+    b_end = Node(id=4, parent=b, token_ids=(), depth=2, value=0.9, finish="stop")  # .4 + .9 = 1.3
+    c_end = Node(id=5, parent=b, token_ids=(), depth=2, value=1.0, finish="stop")  # 1.4, never visited
+    visits = {0: 3, 1: 1, 2: 1, 3: 2, 4: 1}
+    assert best_reward([a_end, b_end, c_end], visits) is b_end
+    assert best_reward([a_end, c_end], {0: 1, 1: 1, 2: 1}) is a_end
+    assert best_reward([c_end], visits) is None  # none visited: the caller falls back to the most-visited rule
+    # An equal sum keeps the earlier node (the reference's max keeps the first); a value of 0 counts as 0.
+    b_end.value = 0.6  # .4 + .6 = 1.0
+    zero = Node(id=6, parent=root, token_ids=(), depth=1, value=0.0)
+    zero_end = Node(id=7, parent=zero, token_ids=(), depth=2, value=1.0, finish="stop")  # 0 + 1 = 1.0
+    visits.update({6: 1, 7: 1})
+    assert best_reward([a_end, b_end, zero_end], visits) is a_end  # 1.1 over two 1.0s
+    assert best_reward([b_end, zero_end], visits) is b_end and best_reward([zero_end, b_end], visits) is zero_end
+
+
 def test_most_visited_breaks_a_tie_by_value_and_an_open_end_answers_with_its_partial_solution(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Two simulations visit A (v = .3 here) and B (v = .4) once each: a tie in visits, B's Q is higher. B is open and
     # nothing below it has finished (its children B1 are open steps), so B's own partial solution is the candidate.
-    answer, _, _ = run_scripted(monkeypatch, simulations=2, expand=2, scores={**SCORES, "A": 0.3})
+    answer, _, _ = run_scripted(monkeypatch, simulations=2, expand=2, scores={**SCORES, "A": 0.3},
+                                selection="uct")
     assert answer.info["root_visits"] == [1, 1]
     assert [s.text for s in answer.samples] == ["B"] and answer.info["answer_visits"] == 1
 
 
 def test_uct_asks_for_no_log_probs(monkeypatch: pytest.MonkeyPatch) -> None:
-    _, _, engine = run_scripted(monkeypatch, simulations=2, expand=2)
+    _, _, engine = run_scripted(monkeypatch, simulations=2, expand=2, selection="uct")
     assert engine.requests and all(r["logprobs"] is None for r in engine.requests)
 
 
@@ -169,7 +267,9 @@ def test_an_until_budget_search_stops_once_it_settles_on_finished_solutions(monk
     assert sum(answer.info["root_visits"]) == answer.info["simulations"] and answer.prediction == "4"
 
 
-@pytest.mark.parametrize("mode", [{}, {"evaluation": "rollout"}, {"selection": "puct"}, {"final": "vote"}])
+@pytest.mark.parametrize("mode", [{}, {"evaluation": "rollout"}, {"selection": "uct", "evaluation": "rollout"},
+                                  {"selection": "puct"}, {"selection": "uct"}, {"selection": "llm_reasoners"},
+                                  {"final": "vote"}, {"final": "best_reward"}])
 def test_on_the_simulator_the_search_finds_the_answer_and_its_statistics_agree(mode: dict[str, str]) -> None:
     correct = 0
     for i in range(8):
@@ -185,7 +285,9 @@ def test_on_the_simulator_the_search_finds_the_answer_and_its_statistics_agree(m
         assert tree["nodes"] == info["nodes"] + info["rollouts"]
         assert tree["expansion_requests"] == info["expanded"] + info["rollouts"]
         if mode.get("evaluation") == "rollout":  # a rollout per open leaf, then its expansion (unless the budget ends)
-            assert info["expanded"] - 1 <= info["rollouts"] <= info["expanded"]
+            assert info["expanded"] - 1 <= info["rollouts"]
+            # OpenR expands a leaf at its second visit: its rollouts (first visits) may outnumber the expansions
+            assert mode.get("selection") != "uct" or info["rollouts"] <= info["expanded"]
         else:
             assert info["rollouts"] == 0 and info["simulations"] >= info["expanded"] - 1
         assert 1 <= info["max_depth"] <= p.max_steps and info["terminal_nodes"] <= tree["nodes"]
@@ -213,7 +315,8 @@ def test_without_a_verifier_signal_it_is_near_chance_and_with_one_far_above() ->
     max_tokens=st.integers(1, 300),
     step_tokens=st.integers(1, 64),
     seed=st.integers(0, 10_000),
-    mode=st.sampled_from([{}, {"evaluation": "rollout"}, {"selection": "puct"}, {"final": "vote"}]),
+    mode=st.sampled_from([{}, {"evaluation": "rollout"}, {"selection": "puct"}, {"selection": "uct"},
+                          {"selection": "llm_reasoners", "final": "best_reward"}, {"final": "vote"}]),
     simulations=st.sampled_from([None, 1, 3, 50]),
 )
 def test_every_mode_keeps_the_budget_and_reports_every_token(
@@ -243,6 +346,8 @@ def test_it_is_registered_where_the_budget_property_finds_it() -> None:
         ({"expand": "0"}, "expand must be ≥ 1, got 0"),
         ({"simulations": "0"}, "simulations must be ≥ 1, got 0"),
         ({"c_puct": "-1"}, r"c_puct must be in \[0, 100\], got -1.0"),
+        ({"c_base": "0.5"}, r"c_base must be in \[1, 1e\+09\], got 0.5"),
+        ({"c_base": "1000000000.5"}, r"c_base must be in \[1, 1e\+09\], got 1000000000.5"),
         ({"selection": "ucb"}, "parameter selection must be"),
         ({"evaluation": "prm"}, "parameter evaluation must be"),
         ({"final": "best"}, "parameter final must be"),
@@ -255,12 +360,16 @@ def test_params_are_validated(raw: dict[str, str], message: str) -> None:
 
 
 def test_params_from_python_are_validated_too() -> None:
-    with pytest.raises(ValueError, match="selection must be uct or puct, got 'ucb'"):
+    with pytest.raises(ValueError, match="selection must be openr, llm_reasoners, uct or puct, got 'ucb'"):
         MCTSParams(selection="ucb")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="final must be most_visited or vote, got 'best'"):
+    with pytest.raises(ValueError, match="final must be most_visited, vote or best_reward, got 'best'"):
         MCTSParams(final="best")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         MCTSParams(4)  # type: ignore[misc]  # keyword-only
     p = MCTSParams()
-    assert (p.selection, p.evaluation, p.final, p.simulations, p.expand, p.c_puct) == (
-        "uct", "verifier", "most_visited", None, 4, 1.0)
+    # The reference (OpenR) is the default, at its own constants; each rule's c is its reference's.
+    assert (p.selection, p.evaluation, p.final, p.simulations, p.expand, p.c_puct, p.c, p.c_base) == (
+        "openr", "verifier", "most_visited", None, 4, None, 1.25, 19652.0)
+    assert [MCTSParams(selection=rule).c for rule in ("llm_reasoners", "uct", "puct")] == [1.0, 1.0, 1.0]
+    assert MCTSParams(selection="uct", c_puct=2.0).c == 2.0
+    assert MCTSParams(c_base=1.5).c_base == 1.5  # any base ≥ 1

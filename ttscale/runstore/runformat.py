@@ -28,7 +28,15 @@ Versions:
      each such verdict in `info.chains` as `[0.5, chain tokens, verdict tokens, "default"]` and count them in
      `info.verdicts.default`: read as `[None, ..., "unreadable"]` and counted as `unreadable`, as today's GenRM
      writes them (a sweep's replay leaves them out of the mean).
-2. Today: `"format": 2` at the top of config.json and first in every record.
+2. `"format": 2` at the top of config.json and first in every record. It reads as version 3 with these
+   differences filled in (issue 44: two strategies' defaults became their references' rules):
+   - config.json of an `mcts` run: an unset `selection` ran UCT, now `selection=uct` in `spec.params`; its
+     `identity.params` gain `c_base` (19652.0, unused by UCT) and, where `c_puct` was unset, `c_puct` None (the
+     rule's reference value, 1 for UCT and PUCT: the 1.0 it ran with).
+   - config.json of a `generated_tests` run: `select=codet` meant the paper's |set| × |tests|, now `codet_paper`;
+     an unset `select` ran `tests_passed`, now stated; `identity.params` gain `tests_per_sample` None and
+     `shortlist` 3 (neither read by those rules). results.jsonl: its records' `info.select` likewise.
+3. Today: `"format": 3`.
 
 A results.jsonl may hold both: resuming a version-1 run appends version-2 records after the version-1 ones, and
 each line is read by its own version. A resume rewrites config.json (in version 2) only to record its engine.
@@ -43,7 +51,7 @@ from typing import Any, TypedDict
 
 from ttscale.runstore.runfiles import RunDirError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The version this code writes, and the newest it reads."""
 KEY = "format"
 """Where the version is: a top-level key of config.json and of each results.jsonl record."""
@@ -95,8 +103,11 @@ def version(data: Mapping[str, Any], *, where: str | Path) -> int:
 def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, Any]:
     """config.json's object of any version this code reads, in today's shape (`RunConfigData` without `format`;
     a new dict, `data` is not edited). `where` names the file in the error."""
-    old = version(data, where=where) < 2
+    found = version(data, where=where)
+    old = found < 2
     out = {k: v for k, v in data.items() if k != KEY}
+    if found < 3:
+        out = _defaults_named(out)
     made_by_api = isinstance(out.get("command"), list) and out["command"][:1] == ["ttscale.run"]
     for part in ("identity", "spec"):
         section = out.get(part)
@@ -111,18 +122,49 @@ def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
 def migrate_record(data: Mapping[str, Any], *, where: str | Path) -> dict[str, Any]:
     """One results.jsonl record of any version this code reads, in today's shape (as `RunRecord.to_json()` gives
     it; a new dict, `data` is not edited). `where` names the file and line in the error."""
-    old = version(data, where=where) < 2
+    found = version(data, where=where)
     out = {k: v for k, v in data.items() if k != KEY}
-    if not old:
+    info = out.get("info")
+    if found < 3 and out.get("strategy") == "generated_tests" and isinstance(info, dict):
+        out["info"] = {**info, "select": _GENERATED_TESTS_SELECT.get(info.get("select"), info.get("select"))}
+    if found >= 2:
         return out
     samples = out.get("samples")
     if isinstance(samples, list) and any(isinstance(s, dict) and "correct" not in s for s in samples):
         out["samples"] = [{**s, "correct": None} if isinstance(s, dict) and "correct" not in s else s
                           for s in samples]
-    info = out.get("info")
     if out.get("strategy") == "genrm" and isinstance(info, dict):
         out["info"] = _genrm_info(info)
     return out
+
+
+_GENERATED_TESTS_SELECT: dict[Any, str] = {None: "tests_passed", "codet": "codet_paper"}
+"""A version-2 generated_tests `select` (None: unset) as today names the rule it ran."""
+_STRATEGY_NAMES = {"mcts": "mcts", "monte_carlo_tree_search": "mcts", "generated_tests": "generated_tests"}
+
+
+def _defaults_named(config: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 config whose strategy's default rule changed in version 3 with the rule it ran named (a new dict):
+    a resume rebuilds the same parameters, and a reader sees which rule made the results."""
+    spec, identity = config.get("spec"), config.get("identity")
+    if not isinstance(spec, dict) or not isinstance(identity, dict):
+        return config
+    name = _STRATEGY_NAMES.get(str(identity.get("strategy", spec.get("strategy"))))
+    given, params = spec.get("params"), identity.get("params")
+    if name is None or not isinstance(given, dict) or not isinstance(params, dict):
+        return config
+    given, params = dict(given), dict(params)
+    if name == "mcts":
+        given.setdefault("selection", "uct")
+        params.setdefault("c_base", 19652.0)
+        if "c_puct" not in given:
+            params["c_puct"] = None
+    else:
+        given["select"] = _GENERATED_TESTS_SELECT.get(given.get("select"), given.get("select"))
+        params["select"] = _GENERATED_TESTS_SELECT.get(params.get("select"), params.get("select"))
+        params.setdefault("tests_per_sample", None)
+        params.setdefault("shortlist", 3)
+    return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
 
 
 def _stamped(data: Mapping[str, Any]) -> dict[str, Any]:

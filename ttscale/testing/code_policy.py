@@ -11,11 +11,15 @@ vLLM or about a model's code use the real engine, never this.
   problem's hidden asserts rewritten as `assert NAME(...) == v`, each with its expected value replaced by a
   wrong one with probability `p_wrong_test`. (The simulator knows the hidden tests, as a model knows the
   intended behaviour; the strategy under test never sees them.)
+- Asked to judge (a message holding "Answer Yes or No.", as `llm_judge` asks), one token: "Yes" when the
+  solution shown holds the problem's reference solution, else "No", the verdict flipped with probability
+  `p_wrong_judge`; its top log-probs give the verdict 0.9 (the judge's P(Yes) is 0.9 or 0.1).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 from typing import Any
@@ -24,6 +28,7 @@ from ttscale.schema import Completion, Generation, SamplingParams
 from ttscale.testing.latency import EOS, CharTokenizer
 
 _TESTS_FOR = re.compile(r"test cases for the function `(\w+)`")
+_JUDGE = "Answer Yes or No."
 _ASSERT = re.compile(r"^\s*assert candidate\((.*)\) == (.+)$")
 
 
@@ -31,10 +36,11 @@ class SimulatedCodePolicy(CharTokenizer):
     """EngineClient protocol over a scripted, seeded fake code writer for `task`'s problems (see the module
     docstring)."""
 
-    def __init__(self, task: Any, *, seed: int = 0, p_correct: float = 0.4, p_wrong_test: float = 0.2) -> None:
+    def __init__(self, task: Any, *, seed: int = 0, p_correct: float = 0.4, p_wrong_test: float = 0.2,
+                 p_wrong_judge: float = 0.0) -> None:
         self.task = task
         self.rng = random.Random(seed)
-        self.p_correct, self.p_wrong_test = p_correct, p_wrong_test
+        self.p_correct, self.p_wrong_test, self.p_wrong_judge = p_correct, p_wrong_test, p_wrong_judge
         self.requests: list[str] = []
         """The text of every prompt, as the policy received it."""
         self.generated_tokens = 0
@@ -51,6 +57,8 @@ class SimulatedCodePolicy(CharTokenizer):
         text = self.detokenize(ids)
         self.requests.append(text)
         problem = next(p for p in self.task.problems() if p.question.strip() in text)
+        if _JUDGE in text:
+            return self._judge(problem, text, ids)
         asked = _TESTS_FOR.search(text)
         write = self._tests if asked else self._solution
         completions = []
@@ -61,6 +69,19 @@ class SimulatedCodePolicy(CharTokenizer):
             completions.append(Completion(text=reply, token_ids=token_ids, finish_reason="stop" if whole else "length"))
         self.generated_tokens += sum(c.num_tokens for c in completions)
         return Generation(completions=tuple(completions), prompt_tokens=len(ids))
+
+    def _judge(self, problem: Any, text: str, ids: list[int]) -> Generation:
+        shown = text.partition("Solution:")[2]
+        right = problem.reference.strip() in shown
+        if self.rng.random() < self.p_wrong_judge:
+            right = not right
+        verdict, other = ("Yes", "No") if right else ("No", "Yes")
+        token = tuple(self.tokenize(verdict))[:1]
+        self.generated_tokens += len(token)
+        top = ({verdict: math.log(0.9), other: math.log(0.1)},)
+        completion = Completion(text=verdict, token_ids=token, logprobs=(math.log(0.9),), top_logprobs=top,
+                                finish_reason="length")
+        return Generation(completions=(completion,), prompt_tokens=len(ids))
 
     def _solution(self, problem: Any) -> str:
         code = problem.reference
