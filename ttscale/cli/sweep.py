@@ -21,6 +21,7 @@ from ttscale.engine.base import EngineConfig
 from ttscale.errors import UsageError
 from ttscale.flags import (
     add_backend_flags,
+    add_data_dir_flag,
     add_engine_flags,
     add_task_option_flag,
     engine_settings,
@@ -49,7 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", help="sweep directory to write (default sweeps/<task>-<time>)")
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted sweep")
     p.add_argument("--concurrency", type=int, help="problems in flight at once within a cell (default 64)")
-    p.add_argument("--data-dir", help="folder with local copies of the datasets")
+    add_data_dir_flag(p)
     add_task_option_flag(p)
     p.add_argument("--no-subsample", action="store_true", help="run every budget directly (no generate-once)")
     p.add_argument("--holdout", type=int, default=0, metavar="N",
