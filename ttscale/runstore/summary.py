@@ -48,7 +48,7 @@ def summarize(
         "total_generated_tokens": sum(generated),
         **_compute_means(ledgers),
         **_tree_means(ledgers),
-        "mean_samples": sum(int(lg.get("samples", 0)) for lg in ledgers) / n if n else 0.0,
+        **_sample_means(ledgers),
         **_cuts(records, ledgers),
         "prompt_tokens": prompt,
         "cached_prompt_tokens": cached,
@@ -61,6 +61,14 @@ def summarize(
             if level is not None
         },
     }
+
+
+def _verifier(summary: dict[str, Any]) -> str:
+    """The verifier's engine requests per problem, and its generations where the ledger kept them apart."""
+    calls = f"{summary['mean_verifier_calls']:.1f} requests"
+    if "mean_verifier_samples" not in summary:
+        return calls
+    return f"{summary['mean_verifier_samples']:.1f} generations in {calls} (not in samples)"
 
 
 def _executed(summary: dict[str, Any]) -> str:
@@ -122,6 +130,23 @@ def _cuts(records: Sequence[dict[str, Any]], ledgers: Sequence[dict[str, Any]]) 
     }
 
 
+def _sample_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The policy's samples (generations of an answer) per problem, and the verifier's requests and generations apart:
+    the ledger's `samples` counts both roles, so a judge's verdicts once doubled best-of-N's "samples / problem".
+    A ledger written before the verifier's were counted apart keeps its one count (`mean_verifier_samples` absent)."""
+    n = len(ledgers)
+    if not n:
+        return {"mean_samples": 0.0}
+    verifiers = [lg.get("verifier") if isinstance(lg.get("verifier"), dict) else {} for lg in ledgers]
+    apart = all("samples" in v for v in verifiers)
+    judged = sum(int(v.get("samples", 0)) for v in verifiers) if apart else 0
+    out = {"mean_samples": (sum(int(lg.get("samples", 0)) for lg in ledgers) - judged) / n,
+           "mean_verifier_calls": sum(int(v.get("calls", 0)) for v in verifiers) / n}
+    if apart:
+        out["mean_verifier_samples"] = judged / n
+    return out
+
+
 def _tree_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Mean tree statistics per problem, for the strategies that search a tree."""
     trees = [lg["tree"] for lg in ledgers if isinstance(lg.get("tree"), dict)]
@@ -155,6 +180,7 @@ def format_table(summary: dict[str, Any]) -> str:
             f"mean {summary['mean_generated_tokens']:.0f}, max {summary['max_generated_tokens']}",
         ),
         ("samples / problem", f"{summary['mean_samples']:.1f}"),
+        *([("verifier / problem", _verifier(summary))] if summary.get("mean_verifier_calls") else []),
         *(
             [("compute / problem", f"{summary['mean_flops']:.3g} FLOPs, {summary['mean_eflops']:.3g} eFLOPs")]
             if "mean_eflops" in summary
