@@ -183,9 +183,17 @@ def _format(table: list[dict[str, Any]]) -> str:
     for r in sorted(table, key=lambda r: (r["candidate"], Budget.parse(r["budget"]).limit, r["seed"])):
         lines.append(
             f"{r['candidate']:<58} {r['budget']:>7} {r['seed']:>4} {_pct(r['accuracy']):>6} "
-            f"{r['mean_spent']:>8.1f}  {'derived' if r['derived_from'] else 'run'}"
+            f"{r['mean_spent']:>8.1f}  {_source(r)}"
         )
     return "\n".join(lines)
+
+
+def _source(row: dict[str, Any]) -> str:
+    """Where a cell's records came from: all replayed from its source, all run, or some of each."""
+    derived = row.get("derived_problems", row["problems"] if row["derived_from"] else 0)
+    if not derived:
+        return "run"
+    return "derived" if derived == row["problems"] else f"derived {derived} of {row['problems']}, run the rest"
 
 
 def format_matched(matched: list[dict[str, Any]]) -> str:
