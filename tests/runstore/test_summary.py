@@ -104,3 +104,20 @@ def test_a_ledger_written_before_verifier_samples_keeps_its_one_count() -> None:
 def test_no_verifier_row_without_verifier_requests() -> None:
     s = summarize([_judged_record(0, samples=4, judged=0)], budget=Budget.parse("4k"), wall_seconds=1.0)
     assert s["mean_samples"] == 4.0 and "verifier / problem" not in format_table(s)
+
+
+def test_the_table_shows_sleep_tokens_and_the_total_budget_summary_json_holds() -> None:
+    # Issue 49: summary.json held both, the printed table neither.
+    records = []
+    for i, context in enumerate(("c1", "c1", "c2")):
+        r = record(i, correct=True, tokens=40, level=1)
+        r["ledger"]["sleep_tokens_amortised"] = 32.0 if context == "c1" else 50.0
+        r["info"] = {"context_id": context, "sleep_tokens": 64 if context == "c1" else 50}
+        records.append(r)
+    s = summarize(records, budget=Budget.parse("256"), wall_seconds=1.0)
+    s.update(total_budget="15k", total_spent=118.0)  # as runner.execute adds them under --total-budget
+    table = format_table(s)
+    assert re.search(r"^sleep tokens +114 over 2 contexts, 38\.0 amortised per query$", table, re.M), table
+    assert re.search(r"^total budget +15k, spent 118$", table, re.M), table
+    assert "sleep tokens" not in format_table(summarize([record(0, correct=True, tokens=4, level=1)],
+                                                        budget=Budget.parse("256"), wall_seconds=1.0))

@@ -63,6 +63,20 @@ def summarize(
     }
 
 
+def _total(summary: dict[str, Any]) -> str:
+    """A whole-task budget and what the run spent of it (summary.json's `total_budget`, `total_spent`)."""
+    spent = summary.get("total_spent")
+    return str(summary["total_budget"]) + ("" if spent is None else f", spent {float(spent):,.0f}")
+
+
+def _sleep(summary: dict[str, Any]) -> str:
+    """Sleep-time compute: the notes' tokens, once per context, and their share per query (not in generated tokens)."""
+    per_query = f"{summary['mean_sleep_tokens_amortised']:.1f} amortised per query"
+    if "total_sleep_tokens" not in summary:
+        return per_query
+    return f"{summary['total_sleep_tokens']} over {summary['contexts']} contexts, {per_query}"
+
+
 def _verifier(summary: dict[str, Any]) -> str:
     """The verifier's engine requests per problem, and its generations where the ledger kept them apart."""
     calls = f"{summary['mean_verifier_calls']:.1f} requests"
@@ -173,6 +187,7 @@ def format_table(summary: dict[str, Any]) -> str:
         ("strategy", summary.get("strategy", "")),
         ("task", summary.get("task", "")),
         ("budget", summary.get("budget", "")),
+        *([("total budget", _total(summary))] if "total_budget" in summary else []),
         ("problems", f"{summary['problems']} ({summary['errors']} errors)" + _unfinished(summary)),
         ("accuracy", f"{summary['accuracy']:.3f}  (95% CI {lo:.3f}-{hi:.3f})"),
         (
@@ -180,6 +195,7 @@ def format_table(summary: dict[str, Any]) -> str:
             f"mean {summary['mean_generated_tokens']:.0f}, max {summary['max_generated_tokens']}",
         ),
         ("samples / problem", f"{summary['mean_samples']:.1f}"),
+        *([("sleep tokens", _sleep(summary))] if "mean_sleep_tokens_amortised" in summary else []),
         *([("verifier / problem", _verifier(summary))] if summary.get("mean_verifier_calls") else []),
         *(
             [("compute / problem", f"{summary['mean_flops']:.3g} FLOPs, {summary['mean_eflops']:.3g} eFLOPs")]
