@@ -151,7 +151,7 @@ def _sample_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
     n = len(ledgers)
     if not n:
         return {"mean_samples": 0.0}
-    verifiers = [lg.get("verifier") if isinstance(lg.get("verifier"), dict) else {} for lg in ledgers]
+    verifiers: list[dict[str, Any]] = [v if isinstance(v := lg.get("verifier"), dict) else {} for lg in ledgers]
     apart = all("samples" in v for v in verifiers)
     judged = sum(int(v.get("samples", 0)) for v in verifiers) if apart else 0
     out = {"mean_samples": (sum(int(lg.get("samples", 0)) for lg in ledgers) - judged) / n,
