@@ -192,6 +192,23 @@ def _real_size(argv: list[str]) -> list[str]:
     return argv
 
 
+def test_readme_tests_the_adaptive_policy_on_problems_its_sweep_never_saw(folders: dict[str, Path]) -> None:
+    # Issue 49: README's example ran the learned policy on the problems it was learned from, with no word of it.
+    from ttscale.evals import load_task
+
+    if "using-it.2" not in folders:
+        pytest.skip("the routing block did not run (run the whole file)")
+    folder = folders["using-it.2"]
+    sweep = json.loads((folder / "sweeps" / "s1" / "sweep.json").read_text())["spec"]
+    runs = [json.loads(c.read_text()) for c in sorted((folder / "runs").glob("*/config.json"))]
+    adaptive = [c["spec"] for c in runs if c["spec"]["strategy"] == "adaptive"]
+    assert len(adaptive) == 2
+    seen = {p.question for p in load_task(sweep["task"], **sweep["task_options"]).problems()[: sweep["limit"]]}
+    for spec in adaptive:
+        asked = load_task(spec["task"], **(spec["task_options"] or {})).problems()[: spec["limit"]]
+        assert not seen & {p.question for p in asked}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in PYTHON if b.section not in EXCERPTS], ids=lambda b: b.section)
 def test_readme_python_block(block: Block, api_engine: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
