@@ -2,7 +2,8 @@
 
 The switch: `TTSCALE_README_SMALL` (default 1, as `make test` runs it) shrinks what a command runs, never what it
 means: `--limit` to a few problems (added where a command runs the whole task), repeats, trials and held-out pools
-to a few, the Python block's `limit=` likewise. `TTSCALE_README_SMALL=0` runs README as written (hours on a CPU).
+to a few, the Python block's `limit=` likewise; on the real engine, budgets too (`--budget` 1k, the Python block's a
+quarter). `TTSCALE_README_SMALL=0` runs README as written (hours on a CPU).
 A command is named `<heading>.<block>-<k>-<words>` (the heading above it, its block's place under the heading, its
 place in the block, its first words), so
 a skip or an expected failure is declared by name, next to why.
@@ -118,10 +119,12 @@ def shrink(argv: list[str], name: str) -> list[str]:
 
 
 def shrink_python(source: str) -> str:
-    """A Python block under the switch: every `limit=N` at most LIMIT."""
+    """A Python block under the switch: every `limit=N` at most LIMIT, every budget `"Nk"` a quarter (it runs on the
+    real engine: `"4k"` is `"1000"`)."""
     if not SMALL:
         return source
-    return re.sub(r"\blimit=(\d+)", lambda m: f"limit={min(int(m.group(1)), LIMIT)}", source)
+    source = re.sub(r"\blimit=(\d+)", lambda m: f"limit={min(int(m.group(1)), LIMIT)}", source)
+    return re.sub(r'"(\d+)k"', lambda m: f'"{int(m.group(1)) * 250}"', source)
 
 
 __all__ = ["LIMIT", "README", "SMALL", "Block", "Command", "blocks", "commands", "shrink", "shrink_python"]
