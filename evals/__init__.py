@@ -30,6 +30,17 @@ TASKS.register(
 TASKS.register("gsm8k_stateful", "ttscale.evals.stateful:gsm8k_stateful", aliases=("stateful_gsm8k",))
 TASKS.register("code_jsonl", "ttscale.evals.code_data:code_jsonl", aliases=("jsonl_code",))
 
+#: Where `--data-dir DIR` (and `TTSCALE_DATA_DIR`) finds each downloadable task's problems, under DIR: the first
+#: file its loader looks for. One source for `--data-dir`'s help and README (tests/evals/test_local_copies.py
+#: loads a file put at each path); the loaders also take `DIR/test.jsonl` and HumanEval's `test.jsonl`.
+LOCAL_COPIES: dict[str, str] = {
+    "gsm8k": "gsm8k/test.jsonl",
+    "math500": "math500/test.jsonl",
+    "aime24": "aime24/test.jsonl",
+    "aime25": "aime25/test.jsonl",
+    "humaneval": "humaneval/HumanEval.jsonl.gz",
+}
+
 from ttscale.evals.base import Task, load_task  # noqa: E402 - after the registry, which load_task reads
 
-__all__ = ["TASKS", "Task", "load_task"]
+__all__ = ["LOCAL_COPIES", "TASKS", "Task", "load_task"]

@@ -114,7 +114,7 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
     written = await ctx.generate(
         ctx.engine.chat_prompt([{"role": "user", "content": asked}]),
         SamplingParams(n=p.test_samples, temperature=p.temperature, top_p=p.top_p, max_tokens=p.test_tokens),
-        phase="tests",
+        phase="tests", role="verifier",  # the tests verify the candidates: not samples of the answer (issue 49)
     )
     per_sample = p.tests_per_sample
     if per_sample is None and p.select == "codet":

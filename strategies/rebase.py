@@ -37,11 +37,14 @@ class RebaseParams(SearchParams):
     """Reward-balanced tree search."""
 
     ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
-    """`width=16` on the command line is N, as the ETS paper names it (beam's and DVTS's `width` is another
-    quantity: M, the beams kept per step)."""
+    """`width=16` on the command line is N, as the ETS paper names it; deprecated (`DEPRECATED_ALIASES`), since
+    beam's and DVTS's `width` is another quantity: M, the children of each kept prefix."""
+    DEPRECATED_ALIASES: ClassVar[dict[str, str]] = {
+        "width": "REBASE's search width N is n; width is beam's and DVTS's M, children per kept prefix"}
+    """Old spellings that still read (scripts, sweep and compare commands), with a warning naming the new one."""
 
     n: int | None = None
-    """N: the search width (solutions to finish; `width` is accepted too); None = B / max_tokens."""
+    """N: the search width (solutions to finish; `width`, deprecated, is read as n); None = B / max_tokens."""
     temperature_b: float = 0.2
     """T_b: softmax temperature of the allocation over verifier values in [0, 1]; lower = greedier."""
 

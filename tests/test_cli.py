@@ -67,6 +67,13 @@ def test_list_names_strategies_and_tasks(capsys: pytest.CaptureFixture[str]) -> 
     assert "verifiers:\n" in out and "llm_judge" in out
 
 
+def test_list_shows_each_names_aliases(capsys: pytest.CaptureFixture[str]) -> None:
+    # README runs `--strategy sc`: `ttscale list` must say what sc is.
+    assert main(["list"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  self_consistency "))
+    assert line.endswith(")") and "sc" in line.rpartition("(also: ")[2].rstrip(")").split(", ")
+
+
 def test_list_params_shows_types_defaults_docstrings_and_task_suggestions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

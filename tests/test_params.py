@@ -120,23 +120,37 @@ def test_prm_describes_its_public_fields_with_docstrings() -> None:
 
 @pytest.mark.parametrize("strategy", ["rebase", "ets"])
 def test_width_is_the_tree_searches_n_as_the_ets_paper_names_it(strategy: str) -> None:
-    from ttscale.params import params_class
+    from ttscale.params import DeprecatedParameter, params_class
     from ttscale.strategies import STRATEGIES
 
     cls = params_class(STRATEGIES.get(strategy))
-    assert parse_params(cls, {"width": "16"}) == parse_params(cls, {"n": "16"})
-    assert parse_params(cls, {"width": "16"}).n == 16
+    # Issue 49: `width` was N here and M in beam; the old spelling still reads, with a note naming `n`.
+    with pytest.warns(DeprecatedParameter, match=r"parameter 'width' is deprecated here: give n=16 instead \(.*"
+                      r"width is beam's and DVTS's M, children per kept prefix\)"):
+        old = parse_params(cls, {"width": "16"})
+    assert old == parse_params(cls, {"n": "16"}) and old.n == 16
     for both in ({"width": "16", "n": "8"}, {"n": "8", "width": "16"}):
-        with pytest.raises(ValueError, match="parameter 'n' given twice"):
+        with pytest.raises(ValueError, match="parameter 'n' given twice"), pytest.warns(DeprecatedParameter):
             parse_params(cls, both)
 
 
+def test_n_and_beams_width_read_without_a_deprecation_note(recwarn: pytest.WarningsRecorder) -> None:
+    from ttscale.params import params_class
+    from ttscale.strategies import STRATEGIES
+
+    assert parse_params(params_class(STRATEGIES.get("rebase")), {"n": "16"}).n == 16
+    assert parse_params(params_class(STRATEGIES.get("beam")), {"n": "8", "width": "2"}).width == 2
+    assert not recwarn.list
+
+
 def test_a_sweep_or_compare_cell_names_an_aliased_field_by_its_own_name() -> None:
+    from ttscale.params import DeprecatedParameter
     from ttscale.sweeps import GridEntry
 
-    assert GridEntry.parse("rebase width=16|64").params == GridEntry.parse("rebase n=16|64").params == {
-        "n": ["16", "64"]}
-    with pytest.raises(ValueError, match="given twice"):
+    with pytest.warns(DeprecatedParameter, match=r"give n=16\|64 instead"):
+        old = GridEntry.parse("rebase width=16|64").params
+    assert old == GridEntry.parse("rebase n=16|64").params == {"n": ["16", "64"]}
+    with pytest.raises(ValueError, match="given twice"), pytest.warns(DeprecatedParameter):
         GridEntry.parse("rebase width=16 n=16")
     with pytest.raises(ValueError, match="given twice"):
         GridEntry.parse("best_of_n n=2 n=4")

@@ -318,6 +318,9 @@ class Ledger:
                 "prompt_tokens": ver.prompt_tokens,
                 "cached_prompt_tokens": ver.cached_prompt_tokens,
                 "generated_tokens": ver.generated_tokens,
+                # The verifier's generations apart from the policy's samples (`samples` counts both): an LLM
+                # judge's one-token verdicts are not samples of the answer (issue 49).
+                "samples": ver.samples,
             },
             **self.compute,
             "capped_requests": self.capped_requests,

@@ -1,4 +1,5 @@
-"""`ttscale compare`: paired multi-seed comparisons of strategies, with cluster-bootstrap CIs (`ttscale.compare`).
+"""`ttscale compare`: paired multi-seed comparisons of strategies (`ttscale.compare`): accuracy differences with
+Tango's score interval for paired proportions, cost ratios with a cluster bootstrap over problems.
 
 Run mode: strategies A, B, ... on the same problems with the same seeds, R repeats. It is a sweep
 (ttscale.sweeps) whose grid entries are the strategies, with one budget and seeds 0..R−1: repeat r is
@@ -46,6 +47,11 @@ FORMAT = "ttscale.compare"
 VERSION = 1
 Group = Literal["config", "strategy", "run"]
 GROUPS: tuple[str, ...] = ("config", "strategy", "run")
+#: The intervals a comparison reports, in the words of `ttscale --help`, `compare --help` and README (one source:
+#: tests/test_readme.py holds README to them). Accuracy differences are binary: Tango's interval; costs: bootstrap.
+ACCURACY_INTERVAL = "Tango's score interval for paired proportions"
+COST_INTERVAL = "a cluster bootstrap over problems"
+INTERVALS = f"accuracy differences with {ACCURACY_INTERVAL}, cost ratios with {COST_INTERVAL}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -59,6 +59,19 @@ def engine_settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
     return changes
 
 
+def data_dir_help() -> str:
+    """`--data-dir`'s help, from `ttscale.evals.LOCAL_COPIES` (what the loaders read): a layout written by hand said
+    `<dir>/<task>/test.jsonl`, which HumanEval does not use."""
+    from ttscale.evals import LOCAL_COPIES
+
+    files = ", ".join(f"<dir>/{path}" for path in LOCAL_COPIES.values())
+    return f"folder with local copies of the datasets ({files})"
+
+
+def add_data_dir_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help=data_dir_help())
+
+
 def add_task_option_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task-option", action="append", metavar="KEY=VALUE",
                    help="an option of the task's factory, repeatable (arithmetic_stateful: queries=5 per_level=20)")

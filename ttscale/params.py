@@ -13,6 +13,7 @@ import math
 import numbers
 import types
 import typing
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -59,7 +60,8 @@ def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
     is NaN or infinite; an int is taken where a float goes.
 
     A class may name other spellings of its fields in `ALIASES` (`{"width": "n"}`: the ETS paper's "width 16"
-    is REBASE's and ETS's N); giving a field under both names is refused.
+    is REBASE's and ETS's N, a deprecated spelling since beam's `width` is M); giving a field under both names is
+    refused.
     """
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in _public_fields(cls)}
@@ -75,14 +77,25 @@ def parse_params(cls: type[P], raw: Mapping[str, Any]) -> P:
         raise ValueError(str(exc)) from None
 
 
+class DeprecatedParameter(FutureWarning):
+    """A parameter given under an old spelling that still works (`rebase width=16`: N, which beam calls `n` and
+    whose `width` is M). A FutureWarning, so Python shows it to users; the CLI prints it on one line."""
+
+
 def field_names(cls: type[Any], raw: Mapping[str, V]) -> dict[str, V]:
     """`raw` with each alias of `cls.ALIASES` replaced by its field's name; a field given twice (under two
-    of its names) raises ValueError."""
+    of its names) raises ValueError. An alias listed in `cls.DEPRECATED_ALIASES` (alias → why) still works and
+    warns (`DeprecatedParameter`), naming the field to give instead."""
     aliases: Mapping[str, str] = getattr(cls, "ALIASES", {})
+    deprecated: Mapping[str, str] = getattr(cls, "DEPRECATED_ALIASES", {})
     out: dict[str, V] = {}
     given_as: dict[str, str] = {}
     for given, value in raw.items():
         name = aliases.get(given, given)
+        if given in deprecated:  # a sweep's values come as a list: shown as they were written, 16|64
+            shown = "|".join(map(str, value)) if isinstance(value, list | tuple) else value
+            warnings.warn(DeprecatedParameter(f"parameter {given!r} is deprecated here: give {name}={shown} instead "
+                                              f"({deprecated[given]})"), stacklevel=2)
         if name in given_as:
             raise ValueError(f"parameter {name!r} given twice (as {given_as[name]!r} and as {given!r}): give one")
         given_as[name], out[name] = given, value

@@ -92,6 +92,11 @@ class Registry(Generic[T]):
         self._read_plugins()
         return sorted(self._targets)
 
+    def aliases(self, name: str) -> list[str]:
+        """The other names `name` (a registered name or an alias) answers to, sorted; `ttscale list` shows them."""
+        key = self.canonical(name)
+        return sorted(alias for alias, target in self._aliases.items() if target == key)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 

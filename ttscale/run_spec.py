@@ -15,6 +15,7 @@ from ttscale.engine.base import EngineConfig
 from ttscale.errors import UsageError
 from ttscale.flags import (
     add_backend_flags,
+    add_data_dir_flag,
     add_engine_flags,
     add_task_option_flag,
     engine_settings,
@@ -95,7 +96,7 @@ class RunSpec:
         p.add_argument("--param", action="append", metavar="KEY=VALUE", help="strategy parameter (repeatable)")
         p.add_argument("--concurrency", type=positive_int, help="problems in flight at once (default 64)")
         p.add_argument("--hardware", help="hardware profile pricing FLOPs/eFLOPs (default B200; see `ttscale cost`)")
-        p.add_argument("--data-dir", help="folder with local copies of the datasets (<dir>/<task>/test.jsonl)")
+        add_data_dir_flag(p)
         add_task_option_flag(p)
         p.add_argument("--question-field", help="jsonl tasks: the field holding the question")
         p.add_argument("--answer-field", help="jsonl tasks: the field holding the reference answer")

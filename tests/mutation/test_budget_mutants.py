@@ -267,7 +267,7 @@ def test_to_dict_adds_policy_and_verifier() -> None:
         "calls": 2,
         "samples": 3,
         "engine_seconds": 1.2346,
-        "verifier": {"calls": 1, "prompt_tokens": 7, "cached_prompt_tokens": 1, "generated_tokens": 5},
+        "verifier": {"calls": 1, "prompt_tokens": 7, "cached_prompt_tokens": 1, "generated_tokens": 5, "samples": 1},
         "capped_requests": 0,
         "refused_requests": 0,
         "reward_evaluations": 0,

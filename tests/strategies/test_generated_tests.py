@@ -68,6 +68,12 @@ def test_the_candidate_the_generated_tests_favour_is_chosen_and_every_execution_
     assert ledger.extra["execution_seconds"] > 0 and ledger.spent <= 4000
     # Scores are the generated tests passed: all of them for the right candidates, fewer for the wrong.
     assert {s.score for s, ok in zip(samples, passing, strict=True) if ok} == {float(tests)}
+    # The test-writing generations are the verifier's, apart from the 6 candidates (issue 49: "samples / problem"
+    # read 10.0 for n=8: the candidates and the two test generations).
+    record = ledger.to_dict()
+    assert record["verifier"]["samples"] == GeneratedTestsParams().test_samples >= 1
+    assert record["samples"] - record["verifier"]["samples"] == len(samples) == 6
+    assert record["verifier"]["generated_tokens"] == record["tests_tokens"] > 0
     assert all(s.score is not None and s.score < tests for s, ok in zip(samples, passing, strict=True) if not ok)
 
 

@@ -407,3 +407,41 @@ def test_a_sweeps_stored_command_masks_credentials(tmp_path: Path) -> None:
     text = (tmp_path / "sweep" / "sweep.json").read_text()
     assert "SEKRET-77" not in text and ":pw@" not in text
     assert json.loads(text)["command"][-1] == "http://***@127.0.0.1:9/v1?api_key=***"
+
+
+def test_the_table_says_a_cell_that_could_not_be_derived_was_run(tmp_path: Path) -> None:
+    # Issue 49: the table labelled a cell "derived" (it had a source) while the log said "cannot be derived; running
+    # it". The 1024 cell samples under a lower max_tokens than its 8192 source, so it runs.
+    from ttscale.cli.sweep import _format
+    from ttscale.sweeps.outcomes import sweep_table
+
+    data = tmp_path / "math.jsonl"
+    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
+    spec = SweepSpec(grid=(GridEntry.parse("self_consistency"),), budgets=("1024", "8192"), task=f"jsonl:{data}",
+                     engine=engine_config(tmp_path))
+    root = tmp_path / "sw"
+    create_sweep(spec, root, command=["test"])
+    lines: list[str] = []
+    engine = PoolReplayEngine([(1500, "The answer is \\boxed{1}.", -0.1)] * 40)
+    asyncio.run(run_sweep(spec, root, engine=engine, progress=False, log=lines.append))
+    assert any("cannot be derived" in line for line in lines)
+    rows = sweep_table(load_results(root))
+    low = next(r for r in rows if r["budget"] == "1024")
+    assert low["derived_from"] is None and low["derived_problems"] == 0
+    assert [line.split()[-1] for line in _format(rows).splitlines()[1:]] == ["run", "run"]
+
+
+def test_the_table_says_how_many_problems_a_partly_replayed_cell_derived(tmp_path: Path) -> None:
+    from ttscale.cli.sweep import _format
+    from ttscale.sweeps.outcomes import sweep_table
+
+    spec = SweepSpec(grid=(GridEntry.parse("budget_forcing thinking_budget=48|512 answer_tokens=24 n=2"),),
+                     budgets=("2k",), task="arithmetic:1-3", limit=8, engine=engine_config(tmp_path))
+    root = tmp_path / "sweep"
+    create_sweep(spec, root, command=["test"])
+    asyncio.run(run_sweep(spec, root, engine=SeededSimulator(seed=3), progress=False))
+    rows = sweep_table(load_results(root))
+    small = next(r for r in rows if r["derived_from"])
+    replayed = sum("derived_from" in r["info"] for r in cell_dir(root, spec.cells()[1]).records())
+    assert 0 < small["derived_problems"] == replayed < 8
+    assert f"derived {replayed} of 8, run the rest" in _format(rows)

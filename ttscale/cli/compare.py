@@ -1,4 +1,5 @@
-"""`ttscale compare`: the command line of ttscale.comparison (paired multi-seed comparisons with bootstrap CIs)."""
+"""`ttscale compare`: the command line of ttscale.comparison (paired multi-seed comparisons; its intervals are named
+by `ttscale.comparison.INTERVALS`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ttscale.comparison import COMPARE, GROUPS, compare
+from ttscale.comparison import COMPARE, GROUPS, INTERVALS, compare
 from ttscale.errors import UsageError
 from ttscale.flags import (
     ENGINE_FLAGS,
     ENGINE_SWITCHES,
+    add_data_dir_flag,
     add_engine_flags,
     add_task_option_flag,
     engine_settings,
@@ -27,10 +29,10 @@ _RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concur
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
-        help="paired multi-seed comparison of strategies (same problems, same seeds) with bootstrap CIs",
+        help=f"paired multi-seed comparison of strategies (same problems, same seeds): {INTERVALS}",
         description="Run strategies on the same problems and seeds (--strategy ... --repeats R), or compare run, "
         "sweep or compare directories (DIR ...). Accuracy is compared as a difference in points, costs as a ratio "
-        "of means, each with a cluster-bootstrap CI over problems.",
+        f"of means: {INTERVALS}.",
     )
     p.add_argument("runs", nargs="*", metavar="DIR", help="run, sweep or compare directories to compare")
     p.add_argument("--strategy", action="append", metavar="'NAME key=value ...'",
@@ -41,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, help="only the first N problems")
     p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
     p.add_argument("--concurrency", type=int, help="problems in flight at once within a run (default 64)")
-    p.add_argument("--data-dir", help="folder with local copies of the datasets")
+    add_data_dir_flag(p)
     add_task_option_flag(p)
     add_engine_flags(p)
     p.add_argument("--out", help="compare directory to write (run mode default compares/<task>-<time>; with DIRs, "
@@ -51,7 +53,7 @@ def register(sub: Any) -> None:
                    help="config: runs that differ only in seed are repeats of one arm (default); strategy: same "
                    "strategy and parameters; run: each run directory is an arm")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the cost ratios (default 2000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help=f"print {COMPARE} instead of the Markdown tables")

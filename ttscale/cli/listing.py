@@ -32,7 +32,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for title, registry in (("strategies", STRATEGIES), ("verifiers", VERIFIERS), ("tasks", TASKS)):
         print(f"{title}:")
         for name in registry.names():
-            print(f"  {name:<20} {_first_line(registry, name)}")
+            aliases = registry.aliases(name)  # README's `--strategy sc` must be findable here
+            also = f" (also: {', '.join(aliases)})" if aliases else ""
+            print(f"  {name:<20} {_first_line(registry, name)}{also}")
     print("parameters: ttscale list --params NAME (verifier:NAME for a verifier)")
     return 0
 

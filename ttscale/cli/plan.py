@@ -18,7 +18,7 @@ from ttscale.errors import UsageError
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
-        help="problems (and repeats) a claim needs for 80%/90% power, and their compute, from a pilot or assumptions",
+        help="problems (and repeats) a claim needs for 80%%/90%% power, and their compute, from a pilot or assumptions",
         description="Plan an evaluation: for each claim (better by more than T points, equal within ±M points, not "
         "worse by more than M points, a cost ratio of at least H), the problems for 80%% and 90%% power at α = 0.05 "
         "for the interval the verdict uses, the smallest effect detectable at the pilot's size, and the compute "

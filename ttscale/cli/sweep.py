@@ -22,6 +22,7 @@ from ttscale.engine.base import EngineConfig
 from ttscale.errors import UsageError
 from ttscale.flags import (
     add_backend_flags,
+    add_data_dir_flag,
     add_engine_flags,
     add_task_option_flag,
     engine_settings,
@@ -49,7 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", help="sweep directory to write (default sweeps/<task>-<time>)")
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted sweep")
     p.add_argument("--concurrency", type=int, help="problems in flight at once within a cell (default 64)")
-    p.add_argument("--data-dir", help="folder with local copies of the datasets")
+    add_data_dir_flag(p)
     add_task_option_flag(p)
     p.add_argument("--no-subsample", action="store_true", help="run every budget directly (no generate-once)")
     p.add_argument("--holdout", type=int, default=0, metavar="N",
@@ -182,9 +183,17 @@ def _format(table: list[dict[str, Any]]) -> str:
     for r in sorted(table, key=lambda r: (r["candidate"], Budget.parse(r["budget"]).limit, r["seed"])):
         lines.append(
             f"{r['candidate']:<58} {r['budget']:>7} {r['seed']:>4} {_pct(r['accuracy']):>6} "
-            f"{r['mean_spent']:>8.1f}  {'derived' if r['derived_from'] else 'run'}"
+            f"{r['mean_spent']:>8.1f}  {_source(r)}"
         )
     return "\n".join(lines)
+
+
+def _source(row: dict[str, Any]) -> str:
+    """Where a cell's records came from: all replayed from its source, all run, or some of each."""
+    derived = row.get("derived_problems", row["problems"] if row["derived_from"] else 0)
+    if not derived:
+        return "run"
+    return "derived" if derived == row["problems"] else f"derived {derived} of {row['problems']}, run the rest"
 
 
 def format_matched(matched: list[dict[str, Any]]) -> str:

@@ -55,7 +55,7 @@ def summarize(
         "total_generated_tokens": sum(generated),
         **_compute_means(ledgers),
         **_tree_means(ledgers),
-        "mean_samples": sum(int(lg.get("samples", 0)) for lg in ledgers) / n if n else 0.0,
+        **_sample_means(ledgers),
         **_cuts(records, ledgers),
         "prompt_tokens": prompt,
         "cached_prompt_tokens": cached,
@@ -68,6 +68,28 @@ def summarize(
             if level is not None
         },
     }
+
+
+def _total(summary: dict[str, Any]) -> str:
+    """A whole-task budget and what the run spent of it (summary.json's `total_budget`, `total_spent`)."""
+    spent = summary.get("total_spent")
+    return str(summary["total_budget"]) + ("" if spent is None else f", spent {float(spent):,.0f}")
+
+
+def _sleep(summary: dict[str, Any]) -> str:
+    """Sleep-time compute: the notes' tokens, once per context, and their share per query (not in generated tokens)."""
+    per_query = f"{summary['mean_sleep_tokens_amortised']:.1f} amortised per query"
+    if "total_sleep_tokens" not in summary:
+        return per_query
+    return f"{summary['total_sleep_tokens']} over {summary['contexts']} contexts, {per_query}"
+
+
+def _verifier(summary: dict[str, Any]) -> str:
+    """The verifier's engine requests per problem, and its generations where the ledger kept them apart."""
+    calls = f"{summary['mean_verifier_calls']:.1f} requests"
+    if "mean_verifier_samples" not in summary:
+        return calls
+    return f"{summary['mean_verifier_samples']:.1f} generations in {calls} (not in samples)"
 
 
 def _executed(summary: dict[str, Any]) -> str:
@@ -127,6 +149,23 @@ def _cuts(records: Sequence[dict[str, Any]], ledgers: Sequence[dict[str, Any]]) 
     }
 
 
+def _sample_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The policy's samples (generations of an answer) per problem, and the verifier's requests and generations apart:
+    the ledger's `samples` counts both roles, so a judge's verdicts once doubled best-of-N's "samples / problem".
+    A ledger written before the verifier's were counted apart keeps its one count (`mean_verifier_samples` absent)."""
+    n = len(ledgers)
+    if not n:
+        return {"mean_samples": 0.0}
+    verifiers: list[dict[str, Any]] = [v if isinstance(v := lg.get("verifier"), dict) else {} for lg in ledgers]
+    apart = all("samples" in v for v in verifiers)
+    judged = sum(int(v.get("samples", 0)) for v in verifiers) if apart else 0
+    out = {"mean_samples": (sum(int(lg.get("samples", 0)) for lg in ledgers) - judged) / n,
+           "mean_verifier_calls": sum(int(v.get("calls", 0)) for v in verifiers) / n}
+    if apart:
+        out["mean_verifier_samples"] = judged / n
+    return out
+
+
 def _tree_means(ledgers: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Mean tree statistics per problem, for the strategies that search a tree."""
     trees = [lg["tree"] for lg in ledgers if isinstance(lg.get("tree"), dict)]
@@ -153,6 +192,7 @@ def format_table(summary: dict[str, Any]) -> str:
         ("strategy", summary.get("strategy", "")),
         ("task", summary.get("task", "")),
         ("budget", summary.get("budget", "")),
+        *([("total budget", _total(summary))] if "total_budget" in summary else []),
         ("problems", f"{summary['problems']} ({summary['errors']} errors)" + _unfinished(summary)),
         ("accuracy", f"{summary['accuracy']:.3f}  (95% CI {lo:.3f}-{hi:.3f})"),
         (
@@ -160,6 +200,8 @@ def format_table(summary: dict[str, Any]) -> str:
             f"mean {summary['mean_generated_tokens']:.0f}, max {summary['max_generated_tokens']}",
         ),
         ("samples / problem", f"{summary['mean_samples']:.1f}"),
+        *([("sleep tokens", _sleep(summary))] if "mean_sleep_tokens_amortised" in summary else []),
+        *([("verifier / problem", _verifier(summary))] if summary.get("mean_verifier_calls") else []),
         *(
             [("compute / problem", f"{summary['mean_flops']:.3g} FLOPs, {summary['mean_eflops']:.3g} eFLOPs")]
             if "mean_eflops" in summary

@@ -95,6 +95,7 @@ def sweep_table(results: SweepResults) -> list[dict[str, Any]]:
             continue
         picked = [recs[p.id] for p in results.problems]
         correct = sum(bool(r.get("correct")) for r in picked)
+        derived = sum(1 for r in picked if isinstance(r.get("info"), dict) and r["info"].get("derived_from"))
         rows.append(
             {
                 "cell": cell.id,
@@ -108,7 +109,10 @@ def sweep_table(results: SweepResults) -> list[dict[str, Any]]:
                 "mean_spent": sum(float(r["ledger"].get("spent", 0)) for r in picked) / len(picked),
                 # Matched compute is on the ledger's generated tokens (policy + verifier), whatever the budget's unit.
                 "mean_tokens": sum(float(r["ledger"].get("generated_tokens", 0)) for r in picked) / len(picked),
-                "derived_from": cell.source,
+                # What happened, read from the records, not what was planned: a cell the replay could not serve
+                # was run (and logged so), and a budget-forcing cell may replay some problems and run the others.
+                "derived_from": cell.source if derived else None,
+                "derived_problems": derived,
             }
         )
     return rows
