@@ -135,3 +135,28 @@ def test_the_cli_refuses_bad_claims_in_one_line(tmp_path: Path, capsys: pytest.C
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], (args, err)
     assert not (tmp_path / "c").exists()
+
+
+# -- the real engine (the session's: no start-up of their own) ------------------------------------------
+
+
+@pytest.mark.slow
+def test_on_the_real_engine_clearly_different_strategies_stop_early(tmp_path: Path, api_engine: Any) -> None:
+    result = compare(strategies=["best_of_n n=1 max_tokens=48", "best_of_n n=1 max_tokens=1"], repeats=1,
+                     budget="64", task="arithmetic:1", out=tmp_path / "cmp", engine=api_engine, progress=False,
+                     log=lambda _: None, until_decided="better:0", max_problems=40, batch=10)
+    stopped = result.until_decided["stopped"]
+    assert stopped["outcome"] == "reproduced" and stopped["problems"] < 40, result.until_decided["looks"]
+    assert all(len(ids) == stopped["problems"] for ids in cell_records(tmp_path / "cmp").values())
+
+
+@pytest.mark.slow
+def test_on_the_real_engine_identical_strategies_run_to_the_cap(tmp_path: Path, api_engine: Any) -> None:
+    # The same requests under the same seeds: the same samples, so not one pair differs at any look.
+    result = compare(strategies=["self_consistency n=1 max_tokens=48",
+                                 "self_consistency n=1 max_tokens=48 verifier=arithmetic"], repeats=1, budget="64",
+                     task="arithmetic:1", out=tmp_path / "cmp", engine=api_engine, progress=False,
+                     log=lambda _: None, until_decided="better:0", max_problems=20, batch=5)
+    state = result.until_decided
+    assert [x["outcome"] for x in state["looks"]] == ["continue"] * 3 + ["inconclusive"]
+    assert state["stopped"]["problems"] == 20 and all(x["only_a"] == x["only_b"] == 0 for x in state["looks"])

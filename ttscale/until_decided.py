@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,7 +166,6 @@ def look(spec: SweepSpec, root: str | Path, state: dict[str, Any], index: int) -
     """Look `index` (0-based) on the records of the first n_k problems: its statistic, boundary and outcome."""
     from ttscale.comparison import load_arms
     from ttscale.stats.paired import pair_records
-    from ttscale.stats.proportions import paired_proportions
 
     plan = plan_of(state)
     ids = set(_ids(spec, root, plan.looks[index]))
@@ -176,16 +176,25 @@ def look(spec: SweepSpec, root: str | Path, state: dict[str, Any], index: int) -
     state["arms"] = [a.label, b.label]
     paired, _, excluded = pair_records({k: v for k, v in a.records.items() if k[0] in ids},
                                        {k: v for k, v in b.records.items() if k[0] in ids})
-    # The task may hold fewer problems than the look asks for: that look is then the last.
-    last = index == len(plan.looks) - 1 or len(ids) < plan.looks[index]
-    z = float(plan.critical_values()[index])
-    read: dict[str, Any] = {"look": index + 1, "problems": len(ids), "paired_problems": len(paired),
-                            "excluded": excluded, "critical": round(z, 4)}
-    if not paired:
-        read.update(outcome="inconclusive" if last else "continue", statistic={},
-                    why=f"look {index + 1}: no pair without an error among {len(ids)} problems")
-        return read
     rows = [[(float(bool(x.get("correct"))), float(bool(y.get("correct")))) for x, y in v] for v in paired.values()]
+    # The task may hold fewer problems than the look asks for: that look is then the last.
+    read = read_look(plan, index, rows, problems=len(ids), names=(a.label, b.label))
+    return {**read, "excluded": excluded}
+
+
+def read_look(plan: SequentialPlan, index: int, rows: list[list[tuple[float, float]]], *, problems: int,
+              names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+    """Look `index` (0-based) of `plan` on `rows` (per problem, its pairs of right/wrong outcomes of A and B) from
+    `problems` problems (fewer than the look's size: the task ran out, and this look is the last)."""
+    from ttscale.stats.proportions import paired_proportions
+
+    last = index == len(plan.looks) - 1 or problems < plan.looks[index]
+    z = float(plan.critical_values()[index])
+    read: dict[str, Any] = {"look": index + 1, "problems": problems, "paired_problems": len(rows),
+                            "critical": round(z, 4)}
+    if not rows:
+        return {**read, "outcome": "inconclusive" if last else "continue", "statistic": {},
+                "why": f"look {index + 1}: no pair without an error among {problems} problems"}
     found = paired_proportions(rows)
     design = found.design_effect
     b_, c_, k_ = (np.array([x / design]) for x in (found.only_a, found.only_b, found.pairs))
@@ -197,28 +206,39 @@ def look(spec: SweepSpec, root: str | Path, state: dict[str, Any], index: int) -
     read.update(pairs=found.pairs, difference=found.estimate, ci95=[found.low, found.high], only_a=found.only_a,
                 only_b=found.only_b, design_effect=design, statistic=statistic, outcome=result)
     shown = ", ".join(f"{k} = {v:.2f}" for k, v in statistic.items())
-    where = f"look {index + 1} of {len(plan.looks)} at {len(ids)} problems ({found.pairs} pairs)"
+    where = f"look {index + 1} of {len(plan.looks)} at {problems} problems ({found.pairs} pairs)"
     if result == "continue":
         read["why"] = f"{where}: {shown} inside ±{z:.2f}"
     elif result == "inconclusive":
-        cap = ("the cap" if len(ids) == plan.max_problems
-               else f"the task's last problem (it has {len(ids)}, the cap was {plan.max_problems})")
+        cap = ("the cap" if problems == plan.max_problems
+               else f"the task's last problem (it has {problems}, the cap was {plan.max_problems})")
         read["why"] = f"{where}, {cap}: {shown} inside ±{z:.2f}, no verdict either way"
     else:
-        read["why"] = (f"{where}: {shown} crossed the boundary ±{z:.2f}: {a.label} vs {b.label}, "
-                       f"{claim.text()} {result}")
+        read["why"] = f"{where}: {shown} crossed the boundary ±{z:.2f}: {names[0]} vs {names[1]}, " \
+                      f"{claim.text()} {result}"
     return read
 
 
 def fixed_size(claim: Claim, read: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What a fixed-size comparison would have needed for 80% power at the Δ measured where it stopped."""
+    """What a fixed-size comparison would need for 80% power to decide the claim at the Δ measured where it stopped:
+    "reproduced" where the measured Δ is on the claim's side, else "not reproduced" (None: neither, Δ on the
+    line)."""
     if "pairs" not in read:
         return None
     acc = pilot_accuracy(only_a=read["only_a"], only_b=read["only_b"], pairs=read["pairs"],
                          problems=read["paired_problems"], design_effect=read["design_effect"])
-    needed = accuracy_problems(claim, acc, 0.8, sims=2000) if accuracy_reachable(claim, acc) else None
-    return {"problems_80": needed, "at": f"the measured Δ {100 * acc.difference:+.1f} pts, "
-                                         f"discordance {acc.discordance:.2f}, design effect {acc.design_effect:.2f}"}
+    at = (f"the measured Δ {100 * acc.difference:+.1f} pts, discordance {acc.discordance:.2f}, "
+          f"design effect {acc.design_effect:.2f}")
+    if accuracy_reachable(claim, acc):
+        return {"problems_80": accuracy_problems(claim, acc, 0.8, sims=2000), "verdict": "reproduced", "at": at}
+    # "Not reproduced" is the mirror image's "better": the interval wholly beyond the line on the other side.
+    d = acc.difference
+    line = -claim.value if claim.kind == "better" else claim.value
+    mirrored = replace(acc, difference=abs(d) if claim.kind == "equal" else -d)
+    opposite = Claim(kind="better", value=line)
+    if not accuracy_reachable(opposite, mirrored):
+        return {"problems_80": None, "verdict": None, "at": at}
+    return {"problems_80": accuracy_problems(opposite, mirrored, 0.8, sims=2000), "verdict": "not reproduced", "at": at}
 
 
 def markdown_lines(state: Mapping[str, Any]) -> list[str]:
@@ -236,9 +256,10 @@ def markdown_lines(state: Mapping[str, Any]) -> list[str]:
     saving = (f"{state['max_problems'] - used} of the cap's {state['max_problems']} problems never ran"
               if used < state["max_problems"] else "it ran to the cap")
     if fixed is not None:
-        saving += f"; a fixed-size comparison at 80% power would need {fixed} ({state['fixed_size']['at']})"
+        saving += (f"; a fixed-size comparison deciding it ({state['fixed_size']['verdict']}) at 80% power would need "
+                   f"{fixed} ({state['fixed_size']['at']})")
     return [*lines, f"Problems used: {used}; {saving}."]
 
 
 __all__ = ["ALLOWED", "DEFAULT_MAX_PROBLEMS", "FILE", "arguments", "fixed_size", "load", "look", "markdown_lines",
-           "parse", "run", "settle"]
+           "parse", "read_look", "run", "settle"]
