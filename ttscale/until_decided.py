@@ -49,18 +49,23 @@ METHOD = ("looks after every batch: the first n_k problems of every cell, the cl
           "verdict over all looks at alpha")
 
 
+_KINDS = {"better": "better", "equal": "equal", "not-worse": "not_worse", "not_worse": "not_worse"}
+
+
 def parse(text: str, *, what: str = "until_decided") -> Claim:
     """CLAIM as a sequential comparison takes it: an accuracy claim, in points; anything else one line naming them
-    (`what`: the name of the argument, for the message)."""
-    from ttscale.planning import parse_claim
-
-    kind = str(text).partition(":")[0].strip()
-    if kind not in ("better", "equal", "not-worse", "not_worse") or not str(text).partition(":")[2].strip():
+    (`what`: the name of the argument, for the message). The grammar of `ttscale plan --claim`, less ratios."""
+    kind, _, value = str(text).partition(":")
+    if kind.strip() not in _KINDS or not value.strip():
         raise ValueError(f"{what}: {text!r} is not a claim it can test; give {ALLOWED}")
     try:
-        return parse_claim(text)
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{what}: claim {text!r}: {value.strip()!r} is not a number; give {ALLOWED}") from None
+    try:
+        return Claim(kind=_KINDS[kind.strip()], value=number / 100)  # type: ignore[arg-type]
     except ValueError as exc:
-        raise ValueError(f"{what}: {exc}; give {ALLOWED}") from None
+        raise ValueError(f"{what}: claim {text!r}: {exc}; give {ALLOWED}") from None
 
 
 def arguments(*, runs: Sequence[Any], resume: Any, limit: int | None, strategies: Sequence[str],
@@ -164,21 +169,22 @@ def _pending(spec: SweepSpec, root: str | Path, n: int) -> bool:
 
 def look(spec: SweepSpec, root: str | Path, state: dict[str, Any], index: int) -> dict[str, Any]:
     """Look `index` (0-based) on the records of the first n_k problems: its statistic, boundary and outcome."""
-    from ttscale.comparison import load_arms
     from ttscale.stats.paired import pair_records
+    from ttscale.sweeps import cell_dir
 
     plan = plan_of(state)
     ids = set(_ids(spec, root, plan.looks[index]))
-    arms = {a.label: a for a in load_arms([root])}
-    first = spec.cells()[0].candidate
-    a = arms.get(first) or next(iter(arms.values()))
-    b = next(arm for arm in arms.values() if arm is not a)
-    state["arms"] = [a.label, b.label]
-    paired, _, excluded = pair_records({k: v for k, v in a.records.items() if k[0] in ids},
-                                       {k: v for k, v in b.records.items() if k[0] in ids})
+    # Arms by grid entry (each strategy as given), keyed as compare pairs them: (problem id, run seed).
+    arms: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+    for cell in spec.cells():
+        records = arms.setdefault(cell.candidate, {})
+        records.update({(str(r["id"]), cell.seed): r for r in cell_dir(root, cell).records() if str(r["id"]) in ids})
+    (name_a, a), (name_b, b) = list(arms.items())[:2]
+    state["arms"] = [name_a, name_b]
+    paired, _, excluded = pair_records(a, b)
     rows = [[(float(bool(x.get("correct"))), float(bool(y.get("correct")))) for x, y in v] for v in paired.values()]
     # The task may hold fewer problems than the look asks for: that look is then the last.
-    read = read_look(plan, index, rows, problems=len(ids), names=(a.label, b.label))
+    read = read_look(plan, index, rows, problems=len(ids), names=(name_a, name_b))
     return {**read, "excluded": excluded}
 
 
