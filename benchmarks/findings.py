@@ -39,6 +39,10 @@ the paper's effect, and, when undecided, the problems that would decide it.
 
     python benchmarks/findings.py [--problems 30] [--repeats 2] [--pool 32] [--adaptive-report FILE]
                                   [--deterministic] [--only F3,F9] [--json FILE]
+    python benchmarks/findings.py --until-decided [--only F3,F4] [--max-problems 400] [--batch 20] [--time-cap 5]
+
+--until-decided runs F3-F6 and F9's accuracy claims a batch at a time until decided (benchmarks/decided.py): per
+finding, decided or not, the problems and tokens used, and the fixed-size plan's size beside them.
 
 The table ends with a provenance line (command, mode, dtype, CPU flags, versions: benchmarks/provenance.py),
 recorded in the JSON as `provenance`.
@@ -56,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from decided import Side, decide, row_text
 from provenance import provenance, provenance_line
 from verdicts import (
     PAPER_DEEPCONF_FACTOR,
@@ -163,7 +168,63 @@ def parser() -> argparse.ArgumentParser:
                         help="the findings to run, e.g. F9 or F3,F6 (default all)")
     parser.add_argument("--deterministic", action="store_true",
                         help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
+    parser.add_argument("--until-decided", action="store_true",
+                        help="F3-F6, F9: test the accuracy claim after every --batch problems and stop when decided, "
+                        "at --max-problems or at --time-cap (benchmarks/decided.py)")
+    parser.add_argument("--max-problems", type=int, default=400, help="--until-decided: the cap (default 400)")
+    parser.add_argument("--batch", type=int, default=20, help="--until-decided: problems per look (default 20)")
+    parser.add_argument("--time-cap", type=float, default=5.0, help="--until-decided: minutes per finding (default 5)")
     return parser
+
+
+def decided_sides(args: argparse.Namespace) -> dict[str, tuple[Side, Side, Claim]]:
+    """--until-decided: each finding's two sides and its accuracy claim (A's over B's), as the fixed-size rows run
+    them; the cost halves of F5, F6 and F9 are not sequential (a ratio claim has no boundary here)."""
+    tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
+    small, bon = args.small_budget, {"max_tokens": 256, "verifier": "arithmetic"}
+    deepconf = {"mode": "online", "n": args.pool, "max_tokens": 128, "warmup": max(4, args.pool // 4), "window": 16,
+                "eta": 0.1, "sampling": "adaptive"}
+    return {
+        "F3 self-consistency ≥ GenRM at small budgets": (
+            Side(strategy="self_consistency", budget=small, params={"max_tokens": 128}),
+            Side(strategy="genrm", budget=small, params={"max_tokens": 128, "verify_tokens": 128}), BETTER),
+        "F4 beam ≥ best-of-N at small budgets, medium levels": (
+            Side(strategy="beam", budget=small, params=tree, task="arithmetic:2-3"),
+            Side(strategy="best_of_n", budget=small, params=bon, task="arithmetic:2-3"), BETTER),
+        "F5 ETS cuts KV at equal accuracy (its accuracy half)": (
+            Side(strategy="ets", budget="16k", params={**tree, "n": args.width}),
+            Side(strategy="rebase", budget="16k", params={**tree, "n": args.width}), Claim(kind="equal", value=0.01)),
+        "F6 A* reaches best-of-N accuracy with fewer tokens (parallel=4; its accuracy half)": (
+            Side(strategy="astar", budget=small, params={**tree, "parallel": 4}),
+            Side(strategy="best_of_n", budget=small, params=bon), Claim(kind="not_worse", value=0.01)),
+        "F9 DeepConf-low reaches self-consistency's accuracy with fewer tokens (its accuracy half)": (
+            Side(strategy="deepconf", budget=str(args.pool * 128), params=deepconf),
+            Side(strategy="self_consistency", budget=str(args.pool * 128), params={"n": args.pool, "max_tokens": 128}),
+            Claim(kind="not_worse", value=0.01)),
+    }
+
+
+def main_until_decided(args: argparse.Namespace, wanted: set[str]) -> None:
+    """The findings table's decided columns: each finding run until its accuracy claim is decided."""
+    began = time.perf_counter()
+    sync = SyncEngine(deterministic=args.deterministic)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    try:
+        origin = provenance(engine=sync)
+        for name, (a, b, claim) in decided_sides(args).items():
+            if name.split()[0] in wanted:
+                rows.append((name, decide(sync, a=a, b=b, claim=claim, max_problems=args.max_problems,
+                                          batch=args.batch, repeats=args.repeats, seconds=60 * args.time_cap)))
+    finally:
+        sync.close()
+    print(f"until decided: looks every {args.batch} problems × {args.repeats} repeats up to {args.max_problems}, "
+          f"{args.time_cap:g} min per finding; {(time.perf_counter() - began) / 60:.1f} min\n")
+    print("| finding | decided | problems used | tokens | fixed-size plan (80%) | detail |\n|---|---|---|---|---|---|")
+    for name, found in rows:
+        print(f"| {name} | {' | '.join(row_text(found))} |")
+    print(f"\n{provenance_line(origin)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, **vars(args), "provenance": origin}, indent=1))
 
 
 def main() -> None:
@@ -172,6 +233,9 @@ def main() -> None:
     if not wanted <= set(FINDINGS):
         raise SystemExit(f"--only: unknown findings {', '.join(sorted(wanted - set(FINDINGS)))}; "
                          f"known: {', '.join(FINDINGS)}")
+    if args.until_decided:
+        main_until_decided(args, wanted)
+        return
     began = time.perf_counter()
     tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
     sync = SyncEngine(deterministic=args.deterministic)

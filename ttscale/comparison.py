@@ -108,6 +108,8 @@ class Comparison:
     """Where compare.json was written (None: not written)."""
     environment_notes: tuple[EnvironmentNote | None, ...] = ()
     """Per pair, what the arms' engine environments say (None: they agree, or either is unknown)."""
+    until_decided: Mapping[str, Any] | None = None
+    """A comparison that stopped when decided: its claim, looks and stop (ttscale.until_decided); None: fixed size."""
 
     @property
     def verdicts(self) -> list[str]:
@@ -144,6 +146,7 @@ class Comparison:
             "pairs": [environments.pair_dict(p, n) for p, n in itertools.zip_longest(self.pairs,
                                                                                       self.environment_notes)],
             "verdicts": self.verdicts,
+            **({"until_decided": dict(self.until_decided)} if self.until_decided is not None else {}),
         }
 
     def to_markdown(self) -> str:
@@ -177,6 +180,9 @@ def compare(
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     command: list[str] | None = None,
     deterministic: bool | None = None,
+    until_decided: str | None = None,
+    max_problems: int | None = None,
+    batch: int | None = None,
 ) -> Comparison:
     """Compare run directories (`runs`), or run `strategies` R = `repeats` times and compare them, or finish
     the run of a compare directory (`resume`). Exactly one of the three. Run mode writes `out` (default
@@ -188,6 +194,9 @@ def compare(
     engine arguments by name), or as `engine_config` (a whole EngineConfig) says. Works inside a running event
     loop (a notebook) too. `deterministic`: as for `ttscale.run`. Bad input raises ValueError (or a subclass)
     with a one-line message.
+
+    `until_decided`, `max_problems`, `batch`: a comparison of two strategies that stops when decided
+    (ttscale.until_decided).
     """
     from ttscale.session import call_config, drive
 
@@ -203,16 +212,28 @@ def compare(
             check_out_folder(out, what="a ttscale comparison", own=COMPARE, own_format=FORMAT)
         result = analyse(runs, options=options)
         return write(result, out) if out else result
+    from ttscale import until_decided as sequential
+
+    state = sequential.arguments(runs=runs, resume=resume, limit=limit, strategies=strategies,
+                                 claim=until_decided, max_problems=max_problems, batch=batch)
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
     if resume:
         root = Path(resume)
         spec = load_spec(root)
+        state = sequential.load(root)
     else:
         spec = compare_spec(strategies=strategies, repeats=repeats, budget=budget, task=task,
-                            task_options=task_options, limit=limit, engine_config=config, concurrency=concurrency)
+                            task_options=task_options, limit=state["max_problems"] if state else limit,
+                            engine_config=config, concurrency=concurrency)
         root = Path(out) if out else Path("compares") / f"{task.replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
         create_sweep(spec, root, command=command, what="a ttscale comparison")
+        if state:
+            sequential.save(root, state)  # before any look: a resume must know it is sequential
+    if state:
+        done = drive(engine, lambda started: sequential.run(spec, root, state, engine=started, progress=progress,
+                                                            log=log))
+        return write(replace(analyse([root], options=options), until_decided=done), root)
     drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log))
     return write(analyse([root], options=options), root)
 
@@ -384,6 +405,10 @@ def markdown(data: Mapping[str, Any]) -> str:
         how = (f"{bootstrap[0].upper()}{bootstrap[1:]}, {level} percentile intervals; accuracy as a difference in "
                "points, costs as a ratio of means.")
     lines = ["## Paired comparison", "", how, ""]
+    if data.get("until_decided"):
+        from ttscale.until_decided import markdown_lines
+
+        lines += [*markdown_lines(data["until_decided"]), ""]
     lines += [f"- {v}" for v in data["verdicts"]] + ["", "| arm | strategy | budget | run seeds | problems | "
                                                      "records | errored (problems) | from |",
                                                      "|---|---|---|---|---:|---:|---:|---|"]

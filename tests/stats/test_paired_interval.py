@@ -90,7 +90,9 @@ def test_the_verdict_line_says_what_its_size_detects_and_what_deciding_would_nee
     measured = pilot_accuracy(only_a=8, only_b=2, pairs=60, problems=30, design_effect=accuracy.design_effect or 1)
     needed = accuracy_problems(Claim(kind="better", value=0.0), measured, 0.8)
     assert needed is not None and needed > 30
-    assert accuracy.evidence.endswith(f"; the measured Δ needs {needed} × 2 problems")
+    # ... and its compute: 100 generated tokens a side per pair.
+    assert accuracy.evidence.endswith(f"; the measured Δ needs {needed} × 2 problems (about "
+                                      f"{needed * 2 * 200:.3g} generated tokens, both arms)")
     assert accuracy_power(Claim(kind="better", value=0.0), measured, needed) >= 0.8
     smallest = float(accuracy.evidence.split("|Δ| ≥ ")[1].split(" pts")[0])
     assert 10 < smallest < 50  # the measured 10 points are below it

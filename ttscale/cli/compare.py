@@ -23,7 +23,8 @@ from ttscale.flags import (
 
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
 _RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", "task_option",
-              *ENGINE_FLAGS, *ENGINE_SWITCHES, "engine_arg", "chat_template_kwargs")
+              *ENGINE_FLAGS, *ENGINE_SWITCHES, "engine_arg", "chat_template_kwargs", "until_decided", "max_problems",
+              "batch")
 
 
 def register(sub: Any) -> None:
@@ -46,6 +47,13 @@ def register(sub: Any) -> None:
     add_data_dir_flag(p)
     add_task_option_flag(p)
     add_engine_flags(p)
+    p.add_argument("--until-decided", metavar="CLAIM",
+                   help="add problems in batches and stop when CLAIM (of the first strategy over the second) is "
+                   "decided: better:T, equal:M or not-worse:M in points, e.g. better:0; group-sequential boundaries "
+                   "keep the false-verdict rate at 5%% over all looks")
+    p.add_argument("--max-problems", type=int, metavar="N", help="with --until-decided: the cap (default 200)")
+    p.add_argument("--batch", type=int, metavar="B",
+                   help="with --until-decided: problems added between looks (default N/10)")
     p.add_argument("--out", help="compare directory to write (run mode default compares/<task>-<time>; with DIRs, "
                    f"where {COMPARE} is written)")
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted comparison run")
@@ -75,6 +83,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not (args.runs or args.resume or args.strategy):
         raise UsageError("compare: give run directories to compare, or at least two --strategy 'NAME key=value' "
                          "to run (or --resume DIR)")
+    _check_until_decided(args)
     run: dict[str, Any] = {}
     if args.strategy:
         engine = engine_settings(args, "compare")
@@ -82,7 +91,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             engine["model"] = args.model
         run = {"strategies": args.strategy, "engine_config": replace(EngineConfig(), **engine),
                "task_options": task_options(args, "compare", data_dir=args.data_dir) or None,
-               **{k: getattr(args, k) for k in ("repeats", "budget", "task", "limit", "concurrency")
+               **{k: getattr(args, k) for k in ("repeats", "budget", "task", "limit", "concurrency", "until_decided",
+                                                "max_problems", "batch")
                   if getattr(args, k) is not None}}
     try:
         result = compare(runs=args.runs, resume=args.resume, out=args.out, confidence=args.confidence,
@@ -94,6 +104,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if result.directory is not None:
         print(f"compare: {result.directory / COMPARE}", file=sys.stderr)
     return 0
+
+
+def _check_until_decided(args: argparse.Namespace) -> None:
+    """The sequential flags in the flags' own words (the library's errors name its arguments)."""
+    from ttscale.until_decided import parse
+
+    if args.until_decided is None:
+        if args.max_problems is not None or args.batch is not None:
+            raise UsageError("compare: --max-problems and --batch apply only with --until-decided CLAIM")
+        return
+    try:
+        parse(args.until_decided, what="--until-decided")
+    except ValueError as exc:
+        raise UsageError(f"compare: {exc}") from None
+    if args.limit is not None:
+        raise UsageError("compare: --until-decided runs up to --max-problems N, not --limit: give --max-problems")
 
 
 __all__ = ["cmd_compare", "register"]

@@ -243,8 +243,10 @@ def compare_pair(
                 boot[name].append(_statistic(metric.kind, counts_matrix @ sums_a, counts_matrix @ sums_b, n))
     for name, (metric, sums_a, sums_b) in columns.items():
         effects[name] = _effect(metric, sums_a, sums_b, size, boot[name], label_a, label_b, confidence)
+    tokens = columns.get("generated_tokens")  # what deciding an undetected difference would cost, per pair
+    per_pair = None if tokens is None else float(tokens[1].sum() + tokens[2].sum()) / float(size.sum())
     for name, (metric, pairs_by_problem) in binary.items():
-        effects[name] = _binary_effect(metric, pairs_by_problem, confidence)
+        effects[name] = _binary_effect(metric, pairs_by_problem, confidence, tokens_per_pair=per_pair)
     return PairResult(a=label_a, b=label_b, paired_by=how, problems=len(paired), pairs=n_pairs,
                       errored=counts["errored"], errored_problems=counts["errored_problems"],
                       unpaired=counts["unpaired"],
@@ -289,7 +291,8 @@ def _effect(metric: Metric, sums_a: np.ndarray, sums_b: np.ndarray, size: np.nda
                   evidence=evidence)
 
 
-def _binary_effect(metric: Metric, pairs_by_problem: list[list[tuple[float, float]]], confidence: float) -> Effect:
+def _binary_effect(metric: Metric, pairs_by_problem: list[list[tuple[float, float]]], confidence: float, *,
+                   tokens_per_pair: float | None = None) -> Effect:
     """A difference of binary outcomes: Tango's score interval on the (design-effect adjusted) counts, in points."""
     flat = [pair for pairs in pairs_by_problem for pair in pairs]
     mean_a, mean_b = (sum(pair[i] for pair in flat) / len(flat) for i in (0, 1))
@@ -305,7 +308,8 @@ def _binary_effect(metric: Metric, pairs_by_problem: list[list[tuple[float, floa
     if confidence == 0.95:  # the planner's power is that of the 95% interval
         measured = pilot_accuracy(only_a=found.only_a, only_b=found.only_b, pairs=found.pairs,
                                   problems=found.problems, design_effect=found.design_effect)
-        evidence = difference_evidence(measured, found.problems, detectable=detectable)
+        evidence = difference_evidence(measured, found.problems, detectable=detectable,
+                                       tokens_per_pair=tokens_per_pair)
     return Effect(**base, value=100 * found.estimate, low=low, high=high, detectable=detectable,
                   design_effect=found.design_effect, evidence=evidence)
 

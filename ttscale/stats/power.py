@@ -339,9 +339,10 @@ def pilot_accuracy(*, only_a: float, only_b: float, pairs: int, problems: int, d
                     design_effect=min(max(design_effect, 1.0), float(repeats)))
 
 
-def difference_evidence(acc: Accuracy, problems: int, *, detectable: bool) -> str:
+def difference_evidence(acc: Accuracy, problems: int, *, detectable: bool, tokens_per_pair: float | None = None) -> str:
     """`ttscale compare`'s words on an accuracy difference's size: the |Δ| its problems detect (either way) with
-    80% power and, when it detected none, the problems the measured Δ would need."""
+    80% power and, when it detected none, the problems the measured Δ would need (and the generated tokens they
+    would cost, both arms, at `tokens_per_pair`: the comparison's own)."""
     either = Claim(kind="better", value=0.0)
     mirrored = Accuracy(difference=abs(acc.difference), discordance=acc.discordance, repeats=acc.repeats,
                         design_effect=acc.design_effect)
@@ -353,6 +354,8 @@ def difference_evidence(acc: Accuracy, problems: int, *, detectable: bool) -> st
         needed = accuracy_problems(either, mirrored, 0.8)
         text += (f"; the measured Δ needs {needed} × {acc.repeats} problems" if needed is not None
                  else "; no size detects the measured Δ (0)")
+        if needed is not None and tokens_per_pair is not None:
+            text += f" (about {needed * acc.repeats * tokens_per_pair:.3g} generated tokens, both arms)"
     return text
 
 

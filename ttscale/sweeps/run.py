@@ -53,11 +53,13 @@ def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
 
 
 async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient | None = None, progress: bool = True,
-                    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> None:
+                    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+                    problems: int | None = None) -> None:
     """Run (or finish) every cell. Each seed gets its own engine, started only if a cell needs it.
 
     An `engine` given by the caller is used for every seed as it is (tests, notebooks): the seed is then
-    only the cell's label.
+    only the cell's label. `problems`: only the first that many of each cell's problems (a comparison that
+    stops when decided grows its cells a batch at a time; their identity keeps the spec's limit, its cap).
     """
     cells = spec.cells()
     for seed in spec.seeds:
@@ -75,7 +77,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
 
         try:
             for cell in (c for c in cells + holdout_cells(spec) if c.seed == seed):
-                await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log)
+                await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log, problems=problems)
         finally:
             if own is not None:
                 await own.close()
@@ -83,15 +85,19 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
 
 async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Cell],
                    engine_for: Callable[[], Awaitable[EngineClient]], *, progress: bool = False,
-                   log: Callable[[str], None] = lambda line: None) -> Path:
+                   log: Callable[[str], None] = lambda line: None, problems: int | None = None) -> Path:
     """Finish one cell (its source first, when it is derived from one): read from the source's stored pool where
-    the replay can, run on `engine_for()` where not, nothing when it is complete. Returns its directory."""
+    the replay can, run on `engine_for()` where not, nothing when it is complete. Returns its directory.
+    `problems`: only its first that many problems count (as `run_sweep`'s)."""
     prepared = prepare_cell(spec, cell, root)
+    if problems is not None:
+        prepared.problems = prepared.problems[:problems]
     run_dir = cell_dir(root, cell)
     if _complete(run_dir, prepared.problems):
         return run_dir.path
     if cell.source:
-        await run_cell(spec, root, _source(cells, cell), cells, engine_for, progress=progress, log=log)
+        await run_cell(spec, root, _source(cells, cell), cells, engine_for, progress=progress, log=log,
+                       problems=problems)
     why = derive_cell(prepared, run_dir, cell, cell_dir(root, _source(cells, cell))) if cell.source \
         else "runs directly"
     if why is not None:
