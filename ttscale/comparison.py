@@ -171,6 +171,7 @@ def compare(
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     command: list[str] | None = None,
     deterministic: bool | None = None,
+    verbose: bool = False,
 ) -> Comparison:
     """Compare run directories (`runs`), or run `strategies` R = `repeats` times and compare them, or finish
     the run of a compare directory (`resume`). Exactly one of the three. Run mode writes `out` (default
@@ -180,9 +181,11 @@ def compare(
     repeat (its settings are the comparison's), or an engine object used as it is (a simulator in tests);
     None = each repeat starts its own, as a sweep does, of `model` (None: `embedded`) with `engine_args` (vLLM
     engine arguments by name), or as `engine_config` (a whole EngineConfig) says. Works inside a running event
-    loop (a notebook) too. `deterministic`: as for `ttscale.run`. Bad input raises ValueError (or a subclass)
-    with a one-line message.
+    loop (a notebook) too. `deterministic`: as for `ttscale.run`. An engine a repeat starts writes its output to
+    the comparison directory's engine.log (`verbose=True`: to this terminal). Bad input raises ValueError (or a
+    subclass) with a one-line message.
     """
+    from ttscale.engine.spawn import refuse_in_spawned_bootstrap
     from ttscale.session import call_config, drive
 
     options = CompareOptions(confidence=confidence, resamples=resamples, seed=seed, group=group)
@@ -197,6 +200,7 @@ def compare(
             check_out_folder(out, what="a ttscale comparison", own=COMPARE, own_format=FORMAT)
         result = analyse(runs, options=options)
         return write(result, out) if out else result
+    refuse_in_spawned_bootstrap("ttscale.compare")  # runs strategies: before its folder is read or made
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
     if resume:
@@ -207,7 +211,8 @@ def compare(
                             task_options=task_options, limit=limit, engine_config=config, concurrency=concurrency)
         root = Path(out) if out else Path("compares") / f"{task.replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
         create_sweep(spec, root, command=command, what="a ttscale comparison")
-    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log))
+    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log,
+                                            verbose=verbose))
     return write(analyse([root], options=options), root)
 
 
