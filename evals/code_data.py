@@ -4,7 +4,8 @@ r"""Code benchmarks from files or the hub: `humaneval` and `code_jsonl:PATH`.
 
 1. the task's argument, `humaneval:PATH` (a `.jsonl` / `.jsonl.gz` file, or a data directory);
 2. `data_dir=` (the CLI's `--data-dir`), then the `TTSCALE_DATA_DIR` environment variable: the file is
-   `<dir>/humaneval/HumanEval.jsonl.gz` (the file openai/human-eval ships) or `<dir>/humaneval/test.jsonl`;
+   `<dir>/humaneval/HumanEval.jsonl.gz` (the file openai/human-eval ships: its data/HumanEval.jsonl.gz) or
+   `<dir>/humaneval/test.jsonl`; a location that is not there is one error naming it as given;
 3. the Hugging Face hub through `datasets.load_dataset("openai/openai_humaneval", split="test")`.
 
 `code_jsonl:PATH` reads your own problems, one JSON object a line (`.jsonl`, or gzip-compressed `.jsonl.gz`).
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.evals.code import CodeTask, code_problem, defines_function, never_fails
-from ttscale.evals.datasets import DATA_DIR_ENV
+from ttscale.evals.datasets import DATA_DIR_ENV, local_file
 from ttscale.evals.loading import read_jsonl
 from ttscale.schema import Problem
 
@@ -52,6 +53,8 @@ HUMANEVAL_HUB = "openai/openai_humaneval"
 """The hub's copy of HumanEval (the name `openai_humaneval` redirects to it)."""
 HUMANEVAL_FILES = ("HumanEval.jsonl.gz", "test.jsonl")
 """What a data directory's `humaneval/` folder may hold, first found wins."""
+HUMANEVAL_OFFLINE = "; offline, the file is data/HumanEval.jsonl.gz of https://github.com/openai/human-eval"
+"""Where HumanEval's file comes from, said wherever a local copy is missing."""
 
 Rows = Iterable[tuple[str, dict[str, Any]]]
 
@@ -194,7 +197,8 @@ class FileCodeTask(CodeTask):
 
 def _hub_rows() -> Iterator[tuple[str, dict[str, Any]]]:
     where = f"{HUMANEVAL_HUB} (test split)"
-    hint = "or point --data-dir at a local copy (<dir>/humaneval/HumanEval.jsonl.gz)"
+    hint = ("or give a local copy (humaneval:PATH, or --data-dir with <dir>/humaneval/HumanEval.jsonl.gz)"
+            + HUMANEVAL_OFFLINE)
     try:
         import datasets
     except ImportError as exc:
@@ -210,21 +214,7 @@ def _hub_rows() -> Iterator[tuple[str, dict[str, Any]]]:
 def _local_file(source: str | None, data_dir: str | os.PathLike[str] | None) -> Path | None:
     """HumanEval's local file, or None to use the hub; a named location must hold one."""
     origins = (("argument", source), ("data_dir", data_dir), (DATA_DIR_ENV, os.environ.get(DATA_DIR_ENV)))
-    for origin, location in origins:
-        if not location:
-            continue
-        base = Path(location).expanduser()
-        if base.is_file():
-            return base
-        for folder in (base / "humaneval", base):
-            for name in HUMANEVAL_FILES:
-                if (folder / name).is_file():
-                    return folder / name
-        raise ValueError(
-            f"humaneval: no {base / 'humaneval' / HUMANEVAL_FILES[0]} (from {origin}; expected "
-            f"<dir>/humaneval/HumanEval.jsonl.gz or <dir>/humaneval/test.jsonl)"
-        )
-    return None
+    return local_file("humaneval", origins, files=HUMANEVAL_FILES, hint=HUMANEVAL_OFFLINE)
 
 
 # -- factories (registered in ttscale.TASKS) -----------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -301,20 +301,32 @@ def _named(
 
 def _local_file(name: str, source: str | None, data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The local file for task `name`, or None to use the hub; a named location must exist."""
-    for origin, location in (
-        ("argument", source),
-        ("data_dir", data_dir),
-        (DATA_DIR_ENV, os.environ.get(DATA_DIR_ENV)),
-    ):
+    origins = (("argument", source), ("data_dir", data_dir), (DATA_DIR_ENV, os.environ.get(DATA_DIR_ENV)))
+    return local_file(name, origins, files=("test.jsonl",))
+
+
+def local_file(name: str, origins: Iterable[tuple[str, str | os.PathLike[str] | None]], *, files: tuple[str, ...],
+               hint: str = "") -> Path | None:
+    """The local copy of task `name` from the first location given in `origins` (`(origin, location)` pairs,
+    None skipped): a file is read as that file; a folder must hold one of `files` in `<folder>/<name>/` or itself.
+    None when no location is given (the hub). `hint` (where to get the file) closes the error for a missing one."""
+    for origin, location in origins:
         if not location:
             continue
         base = Path(location).expanduser()
         if base.is_file():
             return base
-        for candidate in (base / name / "test.jsonl", base / "test.jsonl"):
-            if candidate.is_file():
-                return candidate
-        raise ValueError(f"{name}: no {base / name / 'test.jsonl'} (from {origin}; expected <dir>/{name}/test.jsonl)")
+        expected = " or ".join(f"<dir>/{name}/{f}" for f in files)
+        if base.is_dir():
+            for folder in (base / name, base):
+                for file in files:
+                    if (folder / file).is_file():
+                        return folder / file
+            raise ValueError(f"{name}: no {base / name / files[0]} (from {origin}; expected {expected}){hint}")
+        # A path that is not there is named as given: the file it is meant to be (`humaneval:HumanEval.jsonl.gz`)
+        # is not turned into a folder inside it.
+        raise ValueError(f"{name}: no such file or folder: {base} (from {origin}; give the task's file, or a data "
+                         f"folder: {expected}){hint}")
     return None
 
 

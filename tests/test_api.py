@@ -46,6 +46,53 @@ def test_run_writes_a_resumable_run_and_an_engine_serves_several(tmp_path: Path,
     assert (first / "results.jsonl").read_text().splitlines() == lines  # the CLI found nothing to redo
 
 
+#: README's Python block ("From Python (scripts and notebooks)"), shrunk: fewer problems, samples and tokens.
+README_SCRIPT = """\
+import ttscale
+
+r = ttscale.run(strategy="self_consistency", budget="256", task="arithmetic", limit=2, out="runs/sc",
+                params={"n": 2, "max_tokens": 24})
+r.summary["accuracy"], r.records
+
+with ttscale.Engine(model="embedded") as engine:
+    for n in (2, 4):
+        ttscale.run(strategy="best_of_n", budget="256", limit=2, params={"n": n, "max_tokens": 24}, engine=engine,
+                    out=f"runs/bon{n}")
+
+ttscale.compare(runs=["runs/bon2", "runs/bon4"]).to_markdown()
+ttscale.report(["runs"], out="report.html")
+frame = ttscale.load_runs("runs")
+print("records", len(r.records), len(frame), "engine log", engine.log_path)
+"""
+
+#: What vLLM, torch and their libraries print at an engine's start (its log lines, warnings, weight loading).
+VLLM_CHATTER = ("INFO", "WARNING", "Triton", "FutureWarning", "NUMA", "Loading", "it/s]")
+
+
+@pytest.mark.slow
+def test_readmes_python_block_runs_as_a_plain_script_and_keeps_the_terminal_quiet(tmp_path: Path) -> None:
+    # Issue 49 items 1 and 4. vLLM starts its engine process with spawn, which ran script.py's top level again
+    # there: the nested ttscale.run met the first one's lock, and the user read "Engine core initialization failed".
+    # Two engine starts (the run's own, then the shared ttscale.Engine's): both must leave the script alone, and
+    # both must keep vLLM's output off the terminal (the run's in runs/sc/engine.log, the Engine's in its log).
+    (tmp_path / "script.py").write_text(README_SCRIPT)
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stdout.strip().splitlines()[-1].split()
+    assert said[:3] == ["records", "2", "6"], done.stdout  # 2 records of runs/sc; 6 in runs/ (sc, bon2, bon4)
+    summary = json.loads((tmp_path / "runs" / "sc" / "summary.json").read_text())
+    assert summary["problems"] == 2 and len((tmp_path / "runs" / "sc" / "results.jsonl").read_text().splitlines()) == 2
+    assert (tmp_path / "report.html").is_file()
+    loud = [line for line in (done.stderr + done.stdout).splitlines() if any(m in line for m in VLLM_CHATTER)]
+    assert loud == [], loud[:10]
+    shared_log = Path(said[-1])
+    try:
+        for log in (tmp_path / "runs" / "sc" / "engine.log", shared_log):
+            assert "INFO" in log.read_text(errors="replace"), log
+    finally:
+        shared_log.unlink(missing_ok=True)
+
+
 def test_engine_settings_are_checked_before_anything_starts() -> None:
     engine = ttscale.Engine(max_model_len=4096, kv_cache_dtype="auto")  # not started until used
     assert engine.config.max_model_len == 4096 and engine.config.engine_args == {"kv_cache_dtype": "auto"}

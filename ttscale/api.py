@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ttscale.engine import backend_for
 from ttscale.engine.base import EngineConfig
+from ttscale.engine.spawn import refuse_in_spawned_bootstrap
 from ttscale.session import Engine, Finished, call_config, drive, engine_config, stamp
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ def run(
     from ttscale.runner import RunSpec
     from ttscale.session import carry_out  # the path `ttscale run` takes too, looked up when called
 
+    refuse_in_spawned_bootstrap("ttscale.run")  # before the run's folder is read or locked
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
     if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
@@ -159,6 +161,7 @@ def sweep(
     progress: bool = False,
     command: Sequence[str] | None = None,
     deterministic: bool | None = None,
+    verbose: bool = False,
 ) -> Sweep:
     """Run a grid as `ttscale sweep` does: each strategy (`"name key=v1|v2 ..."`) × budget × seed, sample pools
     generated once at the largest budget and replayed at the smaller ones (`subsample`).
@@ -167,13 +170,15 @@ def sweep(
     as it is (a simulator in tests); None = one engine per seed, of `model` with `engine_args` (vLLM engine
     arguments by name) or as `engine_config` says, as for `run`. `server`: a served model (an OpenAIConfig:
     the `openai` backend) instead of engines in this process. Works inside a running event loop too.
-    `deterministic`: as for `run` (engines ttscale starts only).
+    `deterministic`: as for `run` (engines ttscale starts only). An engine the sweep starts writes its output to
+    the sweep's engine.log (`verbose=True`: to this terminal).
     Calling again with the same `out` finishes an interrupted sweep (its stored grid is the one run), and so
     does `out` alone, with no strategies. `command`: what sweep.json records as the command (default this call).
     """
     from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
     from ttscale.sweeps.outcomes import best_at_compute, load_results, sweep_table
 
+    refuse_in_spawned_bootstrap("ttscale.sweep")
     strategies = [strategies] if isinstance(strategies, str) else strategies  # one strategy, not its characters
     budgets = [budgets] if isinstance(budgets, str | int) else budgets
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
@@ -199,7 +204,7 @@ def sweep(
             spec = load_spec(root)
         else:
             create_sweep(spec, root, command=list(command) if command else ["ttscale.sweep", *strategies])
-    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress))
+    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, verbose=verbose))
     cells = sweep_table(load_results(root))
     return Sweep(path=root, cells=cells, matched=best_at_compute(cells))
 

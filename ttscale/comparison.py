@@ -183,6 +183,7 @@ def compare(
     until_decided: str | None = None,
     max_problems: int | None = None,
     batch: int | None = None,
+    verbose: bool = False,
 ) -> Comparison:
     """Compare run directories (`runs`), or run `strategies` R = `repeats` times and compare them, or finish
     the run of a compare directory (`resume`). Exactly one of the three. Run mode writes `out` (default
@@ -192,12 +193,14 @@ def compare(
     repeat (its settings are the comparison's), or an engine object used as it is (a simulator in tests);
     None = each repeat starts its own, as a sweep does, of `model` (None: `embedded`) with `engine_args` (vLLM
     engine arguments by name), or as `engine_config` (a whole EngineConfig) says. Works inside a running event
-    loop (a notebook) too. `deterministic`: as for `ttscale.run`. Bad input raises ValueError (or a subclass)
-    with a one-line message.
+    loop (a notebook) too. `deterministic`: as for `ttscale.run`. An engine a repeat starts writes its output to
+    the comparison directory's engine.log (`verbose=True`: to this terminal). Bad input raises ValueError (or a
+    subclass) with a one-line message.
 
     `until_decided`, `max_problems`, `batch`: a comparison of two strategies that stops when decided
     (ttscale.until_decided).
     """
+    from ttscale.engine.spawn import refuse_in_spawned_bootstrap
     from ttscale.session import call_config, drive
 
     options = CompareOptions(confidence=confidence, resamples=resamples, seed=seed, group=group)
@@ -212,6 +215,7 @@ def compare(
             check_out_folder(out, what="a ttscale comparison", own=COMPARE, own_format=FORMAT)
         result = analyse(runs, options=options)
         return write(result, out) if out else result
+    refuse_in_spawned_bootstrap("ttscale.compare")  # runs strategies: before its folder is read or made
     from ttscale import until_decided as sequential
 
     state = sequential.arguments(runs=runs, resume=resume, limit=limit, strategies=strategies,
@@ -232,9 +236,10 @@ def compare(
             sequential.save(root, state)  # before any look: a resume must know it is sequential
     if state:
         done = drive(engine, lambda started: sequential.run(spec, root, state, engine=started, progress=progress,
-                                                            log=log))
+                                                            log=log, verbose=verbose))
         return write(replace(analyse([root], options=options), until_decided=done), root)
-    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log))
+    drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log,
+                                            verbose=verbose))
     return write(analyse([root], options=options), root)
 
 

@@ -129,6 +129,22 @@ async def _serve(
         await started.close()
 
 
+async def start_logged(config: Any, *, log: Path | None) -> EngineClient:
+    """Start the engine `config` describes (`ttscale.engine.start_engine`) as a run starts its own: what vLLM, torch
+    and the engine's processes print goes to `log`, appended (None: to this terminal, `--verbose`), and a start
+    that fails raises EngineStartError naming the log. For the engines a sweep, a comparison, an allocation search
+    or a shared `ttscale.Engine` start: their processes keep writing to `log` once started."""
+    from ttscale.engine import start_engine
+
+    with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log):
+        try:
+            return await start_engine(config)
+        except Exception as exc:
+            if log is None or not _engine_failure(exc):
+                raise
+            raise EngineStartError(f"{' '.join(str(exc).split())[:400]} (the engine's log: {log})") from exc
+
+
 def _engine_failure(exc: BaseException) -> bool:
     """Whether `exc` came from the engine or its libraries rather than from ttscale's own checks or a signal."""
     from ttscale.distributed import DistributedError
@@ -152,4 +168,4 @@ def _keep_engine_log(run_dir: RunDir) -> Path | None:
     return Path(name)
 
 
-__all__ = ["EngineStartError", "launch"]
+__all__ = ["EngineStartError", "launch", "start_logged"]

@@ -7,6 +7,7 @@ coroutine from synchronous code (`drive`), and `carry_out`, the one path of a ru
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -32,11 +33,23 @@ class Engine:
     `model`: `embedded`, a local Hugging Face folder or a hub id. Keyword settings are `EngineConfig`'s
     fields (max_model_len, gpu_memory_utilization, chat_template_kwargs, ...) or, for anything else, any
     argument of the installed vLLM's engine (tensor_parallel_size, quantization, ...), checked by name.
+    What vLLM and its processes print goes to `log` (a file, appended; None: a new temporary file), as a run's goes
+    to its engine.log; `verbose=True`: to this terminal instead. `log_path` says where it went.
     """
 
-    def __init__(self, *, model: str = "embedded", **settings: Any) -> None:
+    def __init__(self, *, model: str = "embedded", log: str | Path | None = None, verbose: bool = False,
+                 **settings: Any) -> None:
+        if log is not None and not isinstance(log, str | os.PathLike):
+            raise ValueError(f"log must be a file path or None, got {type(log).__name__}")
+        if not isinstance(verbose, bool):
+            raise ValueError(f"verbose must be True or False, got {verbose!r}")
         self.config = engine_config(model=model, **settings)
         self._sync: SyncEngine | None = None
+        self._log = None if log is None else Path(log)
+        self._verbose = verbose
+        self.log_path: Path | None = None
+        """Where the engine's start-up output and its processes' later output went (None: not started, or
+        `verbose`)."""
 
     def __enter__(self) -> Engine:
         self.start()
@@ -48,14 +61,32 @@ class Engine:
     def start(self) -> SyncEngine:
         if self._sync is None:
             from ttscale.engine import SyncEngine
+            from ttscale.engine.spawn import refuse_in_spawned_bootstrap
+            from ttscale.launch import start_logged
 
-            self._sync = SyncEngine(self.config)
+            refuse_in_spawned_bootstrap("ttscale.Engine")
+            log = None if self._verbose else self._log or _temporary_log()
+
+            def start(config: EngineConfig) -> Coroutine[Any, Any, EngineClient]:
+                return start_logged(config, log=log)
+
+            self._sync = SyncEngine(self.config, start=start)
+            self.log_path = log
         return self._sync
 
     def close(self) -> None:
         if self._sync is not None:
             self._sync.close()
             self._sync = None
+
+
+def _temporary_log() -> Path:
+    """A new, empty file for a shared engine's log: it has no run directory to hold an engine.log."""
+    import tempfile
+
+    handle, name = tempfile.mkstemp(prefix="ttscale-engine-", suffix=".log")
+    os.close(handle)
+    return Path(name)
 
 
 def engine_config(*, model: str = "embedded", engine_args: Mapping[str, Any] | None = None,

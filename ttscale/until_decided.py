@@ -126,10 +126,12 @@ def save(root: str | Path, state: Mapping[str, Any]) -> None:
 
 
 async def run(spec: SweepSpec, root: str | Path, state: dict[str, Any], *, engine: EngineClient | None,
-              progress: bool = True, log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
-              ) -> dict[str, Any]:
-    """Look after look until one decides or the cap is reached; each look saved as it is read."""
-    from ttscale.engine import start_engine
+              progress: bool = True, log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+              verbose: bool = False) -> dict[str, Any]:
+    """Look after look until one decides or the cap is reached; each look saved as it is read. An engine started
+    here writes its output to the comparison's engine.log (`verbose`: to this terminal), as a sweep's does."""
+    from ttscale.launch import start_logged
+    from ttscale.runstore.storage import ENGINE_LOG
     from ttscale.sweeps import run_sweep
 
     plan = plan_of(state)
@@ -139,7 +141,8 @@ async def run(spec: SweepSpec, root: str | Path, state: dict[str, Any], *, engin
             index = len(state["looks"])
             n = plan.looks[index]
             if engine is None and own is None and _pending(spec, root, n):
-                own = await start_engine(spec.server or spec.engine)
+                quiet = spec.server is None and not verbose  # a served model's start prints nothing here
+                own = await start_logged(spec.server or spec.engine, log=Path(root) / ENGINE_LOG if quiet else None)
             await run_sweep(spec, root, engine=engine or own, progress=progress, log=log, problems=n)
             read = look(spec, root, state, index)
             state["looks"].append(read)

@@ -196,6 +196,35 @@ def test_humaneval_missing_local_copy_is_one_line(tmp_path: Path) -> None:
         humaneval(data_dir=tmp_path)
 
 
+@needs_humaneval
+def test_humaneval_file_named_as_the_readme_names_it_is_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 49 item 2: README's `--task humaneval:HumanEval.jsonl.gz`, a file in the working folder, is that file;
+    # where it is missing the error names it as given (not as a folder `HumanEval.jsonl.gz/humaneval/...`) and
+    # says where to get it offline.
+    from ttscale.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(HUMANEVAL, tmp_path / "HumanEval.jsonl.gz")
+    task = load_task("humaneval:HumanEval.jsonl.gz")
+    assert task.path == Path("HumanEval.jsonl.gz") and len(task.problems()) == 164
+    (tmp_path / "HumanEval.jsonl.gz").unlink()
+    with pytest.raises(ValueError) as info:
+        load_task("humaneval:HumanEval.jsonl.gz")
+    message = str(info.value)
+    assert message.startswith("humaneval: no such file or folder: HumanEval.jsonl.gz (from argument;"), message
+    assert "HumanEval.jsonl.gz/humaneval" not in message and "\n" not in message
+    assert "data/HumanEval.jsonl.gz of https://github.com/openai/human-eval" in message
+    # The CLI: one line, exit 2, before any engine starts or any folder is made.
+    argv = ["run", "--strategy", "generated_tests", "--task", "humaneval:HumanEval.jsonl.gz", "--budget", "8k",
+            "--param", "n=8", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file or folder: HumanEval.jsonl.gz (from argument" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 def test_humaneval_hub_path_and_its_offline_error(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
     row = {"task_id": "HumanEval/0", "prompt": PROMPT, "canonical_solution": "    return a + b\n",
@@ -219,7 +248,9 @@ def test_humaneval_hub_path_and_its_offline_error(monkeypatch: pytest.MonkeyPatc
     assert "\n" not in str(info.value)
     where = "openai/openai_humaneval (test split)"
     assert str(info.value).startswith(f"humaneval: could not load {where} (ConnectionError:")
-    assert str(info.value).endswith("or point --data-dir at a local copy (<dir>/humaneval/HumanEval.jsonl.gz)")
+    assert str(info.value).endswith("or give a local copy (humaneval:PATH, or --data-dir with <dir>/humaneval/"
+                                    "HumanEval.jsonl.gz); offline, the file is data/HumanEval.jsonl.gz of "
+                                    "https://github.com/openai/human-eval")
 
 
 def test_code_jsonl_rows_become_problems(tmp_path: Path) -> None:

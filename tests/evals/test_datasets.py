@@ -97,6 +97,25 @@ def test_bad_files_name_the_file_and_line(tmp_path: Path, raw: str, message: str
     assert "\n" not in str(info.value) and "gsm8k" in str(info.value)
 
 
+@pytest.mark.parametrize("factory", [gsm8k, math500, aime24, aime25])
+def test_a_task_source_that_is_a_file_is_read_as_that_file(
+    factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 49 item 2, for every file-backed task: `NAME:FILE` reads that file (relative to the working folder), and
+    # a missing one is named as given, not looked for as a folder `FILE/NAME/test.jsonl`.
+    name = factory.__name__
+    monkeypatch.chdir(tmp_path)
+    row = {"question": "1+1?", "problem": "1+1?", "answer": "1+1 = 2\n#### 2", "Problem": "1+1?", "Answer": "2"}
+    write_jsonl(tmp_path / "mine.jsonl", [row])  # the fields each of the four reads
+    task = load_task(f"{name}:mine.jsonl")
+    assert task.path == Path("mine.jsonl") and len(task.problems()) == 1
+    with pytest.raises(ValueError) as info:
+        load_task(f"{name}:missing.jsonl")
+    message = str(info.value)
+    assert message.startswith(f"{name}: no such file or folder: missing.jsonl (from argument;"), message
+    assert f"missing.jsonl/{name}" not in message and "\n" not in message
+
+
 def test_missing_file_and_duplicate_ids(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"aime25: no .*aime25/test\.jsonl \(from data_dir"):
         aime25(data_dir=tmp_path)

@@ -28,7 +28,7 @@ from ttscale.allocsearch.search import ProposerTable, compare_proposers
 from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator, check_cells
 from ttscale.runstore.names import ALLOCATION as MANIFEST
 from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
-from ttscale.runstore.names import folder_entries, refuse_folder
+from ttscale.runstore.names import ENGINE_LOG, folder_entries, refuse_folder
 from ttscale.runstore.runfiles import parse_json, write_atomic
 
 PROPOSERS = ("grid", "random", "bayesian", "agent")
@@ -95,6 +95,12 @@ def check_search(*, out: Path, manifest: dict[str, Any], study: Study, engine_co
                 engine_config=engine_config, task_options=manifest["task_options"])
 
 
+def _open_search(out: Path, manifest: dict[str, Any]) -> None:
+    """Make the search's folder and write what it searches (allocate.json): from then on it resumes."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+
+
 async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Sequence[str], seeds: Sequence[int],
                          trials: int, task: str, limit: int | None, out: Path, engine: Any, engine_config: Any,
                          task_options: dict[str, Any] | None = None, seed: int = 0,
@@ -105,8 +111,7 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
     manifest = _manifest(space=space, settings=settings, names=names, seeds=seeds, trials=trials, task=task,
                          task_options=task_options, limit=limit, seed=seed)
     check_search(out=out, manifest=manifest, study=study, engine_config=engine_config)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+    _open_search(out, manifest)
 
     async def engine_for() -> Any:
         return engine
@@ -143,6 +148,7 @@ def allocate(
     task_options: dict[str, Any] | None = None,
     seed: int = 0,
     agent_tokens: int = AGENT_TOKENS,
+    verbose: bool = False,
 ) -> AllocationSearch:
     """Search `space` (genrm, sleep_time, beam: see ttscale.allocsearch.spaces) with each of `proposers` for
     `trials` trials per search seed, against the full grid's optimum, on `task`'s first `limit` problems.
@@ -151,24 +157,29 @@ def allocate(
     space's other values (solutions=(1, 2, 4), ...). `engine`: a started `ttscale.Engine` to share, an engine
     object (a simulator in tests), or None to start one of `model`. Calling again with the same `out` resumes:
     cells and trials already done are read back. Works inside a running event loop too. `agent_tokens`: tokens
-    of one agent reply at most.
+    of one agent reply at most. An engine the call starts writes its output to `out`'s engine.log (`verbose=True`:
+    to this terminal).
     """
+    from ttscale.engine.spawn import refuse_in_spawned_bootstrap
     from ttscale.session import call_config, drive, stamp
 
+    refuse_in_spawned_bootstrap("ttscale.allocate")
     given = {**(settings or {}), **({"total_budget": total_budget} if total_budget is not None else {})}
     study = make_study(space, given)  # everything refused in one line before any engine starts
     names = check_proposers(proposers)
     config = call_config(engine, model=model, engine_args=None, config=None)
     root = Path(out) if out is not None else Path("allocations") / f"{space}-{stamp()}"
-    check_search(out=root, manifest=_manifest(space=space, settings=given, names=names, seeds=seeds, trials=trials,
-                                              task=task, task_options=task_options, limit=limit, seed=seed),
-                 study=study, engine_config=config)
+    manifest = _manifest(space=space, settings=given, names=names, seeds=seeds, trials=trials, task=task,
+                         task_options=task_options, limit=limit, seed=seed)
+    check_search(out=root, manifest=manifest, study=study, engine_config=config)
 
     async def work(started: Any) -> AllocationSearch:
         if started is None:
-            from ttscale.engine import start_engine
+            from ttscale.launch import start_logged
 
-            own = await start_engine(config)
+            # The search's folder first, for the engine's log: a start that fails leaves a search that resumes.
+            _open_search(root, manifest)
+            own = await start_logged(config, log=None if verbose else root / ENGINE_LOG)
             try:
                 return await work(own)
             finally:

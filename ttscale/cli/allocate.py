@@ -42,6 +42,8 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, help="only the first N problems")
     p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
     p.add_argument("--out", help="directory to write (default allocations/<space>-<time>); again to resume")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the engine's own logs here instead of in the search directory's engine.log")
     p.add_argument("--json", action="store_true", help="print the table as one JSON object")
     p.set_defaults(func=cmd_allocate)
 
@@ -79,7 +81,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         result = allocate(space=args.space, proposers=args.proposer or PROPOSERS, seeds=seeds, trials=args.trials,
                           task=args.task, limit=args.limit, total_budget=args.total_budget,
                           settings=settings_of(args.setting), out=args.out, model=args.model,
-                          task_options=task_options(args, "allocate") or None)
+                          task_options=task_options(args, "allocate") or None, verbose=args.verbose)
     except ValueError as exc:
         raise UsageError(f"allocate: {exc}") from None
     if args.json:

@@ -64,6 +64,8 @@ def register(sub: Any) -> None:
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the cost ratios (default 2000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the engine's own logs here instead of in the compare directory's engine.log")
     p.add_argument("--json", action="store_true", help=f"print {COMPARE} instead of the Markdown tables")
     p.set_defaults(func=cmd_compare)
 
@@ -97,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         result = compare(runs=args.runs, resume=args.resume, out=args.out, confidence=args.confidence,
                          resamples=args.resamples, seed=args.bootstrap_seed, group=args.group,
-                         progress=not args.no_progress, command=sys.argv, **run)
+                         progress=not args.no_progress, command=sys.argv, verbose=args.verbose, **run)
     except ValueError as exc:  # bad input, or a run directory held by another process (unknown names: main's)
         raise UsageError(f"compare: {exc}") from None
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_markdown())

@@ -58,6 +58,8 @@ def register(sub: Any) -> None:
     add_engine_flags(p)
     add_backend_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the engine's own logs here instead of in the sweep directory's engine.log")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.set_defaults(func=cmd_sweep)
 
@@ -104,7 +106,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         # ValueError: bad settings (an engine flag out of range included), a cell directory held by another
         # process, or one that differs from the grid
         settings = {"out": args.resume} if args.resume else _settings_from_flags(args)
-        result = sweep(**settings, progress=not args.no_progress, command=sys.argv)
+        result = sweep(**settings, progress=not args.no_progress, command=sys.argv, verbose=args.verbose)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"sweep: {exc}") from None
     table, matched, root = result.cells, result.matched, result.path

