@@ -1,7 +1,7 @@
 """README's fenced blocks as test cases: each shell command and Python block, named, shrunk for the suite.
 
 The switch: `TTSCALE_README_SMALL` (default 1, as `make test` runs it) shrinks what a command runs, never what it
-means: `--limit` to a few problems (added where a command runs the whole task), repeats, trials and held-out pools
+means: `--limit` (or `--max-problems`) to a few problems (added where a command runs the whole task), repeats, trials and held-out pools
 to a few, the Python block's `limit=` likewise; on the real engine, budgets too (`--budget` 1k, the Python block's a
 quarter). `TTSCALE_README_SMALL=0` runs README as written (hours on a CPU).
 A command is named `<heading>.<block>-<k>-<words>` (the heading above it, its block's place under the heading, its
@@ -24,7 +24,7 @@ LIMIT = 3
 #: Per command: the limit it runs with under the switch, where LIMIT is too few for what it computes.
 LIMITS = {"using-it.2-1-ttscale-sweep": 10, "using-it.2-3-ttscale-run": 10, "using-it.2-4-ttscale-run": 10}
 #: Flags shrunk under the switch, to at most this value.
-CAPS = {"--repeats": 2, "--trials": 2, "--holdout": 8}
+CAPS = {"--repeats": 2, "--trials": 2, "--holdout": 8, "--max-problems": 4}
 #: Commands whose run covers the whole task unless given --limit (under the switch they get one).
 RUNS_A_TASK = {"run", "compare", "sweep", "allocate"}
 
@@ -113,7 +113,9 @@ def shrink(argv: list[str], name: str) -> list[str]:
             argv[i] = str(min(int(argv[i]), cap))
     resuming = "--resume" in argv
     directories = len(argv) > 2 and argv[1] == "compare" and not any(a.startswith("--strategy") for a in argv)
-    if len(argv) > 1 and argv[1] in RUNS_A_TASK and "--limit" not in argv and not resuming and not directories:
+    sequential = "--until-decided" in argv  # sized by --max-problems, which refuses --limit
+    if (len(argv) > 1 and argv[1] in RUNS_A_TASK and "--limit" not in argv and not resuming and not directories
+            and not sequential):
         argv += ["--limit", str(limit)]
     return argv
 

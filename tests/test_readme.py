@@ -41,7 +41,6 @@ SKIP = {
 }
 #: Commands that fail on this branch only because of an item another branch fixes (the lead removes the mark).
 XFAIL = {
-    "using-it.1-15-ttscale-fit": "issue 49 item 3: fixed on branch h49a",
 }
 #: Commands run on the real embedded model (the session's engine); the rest run on the simulator.
 REAL = {"ttscale.1-1-make-demo"}
