@@ -43,9 +43,11 @@ def test_the_version_a_file_says(data: dict[str, Any], found: int) -> None:
         # Shown as JSON, cut to 37 characters and "..." past 40: '"' and 36 x of the 52; 40 are shown whole.
         ("x" * 50, 'cfg.json: run format "' + "x" * 36 + '... is not a version'),
         ("x" * 38, 'cfg.json: run format "' + "x" * 38 + '" is not a version'),
+        ("x" * 39, 'cfg.json: run format "' + "x" * 36 + '... is not a version'),
+        ({1}, 'cfg.json: run format "{1}" is not a version'),  # not JSON: shown by its str
         (3, "cfg.json: run format 3 is newer than this ttscale reads (≤ 2); upgrade ttscale"),
     ],
-    ids=["zero", "negative", "bool", "float", "str", "long", "forty", "newer"],
+    ids=["zero", "negative", "bool", "float", "str", "long", "forty", "forty_one", "not_json", "newer"],
 )
 def test_a_version_this_code_cannot_read_is_refused_naming_the_file(value: Any, message: str) -> None:
     with pytest.raises(RunFormatError) as caught:
@@ -135,3 +137,22 @@ def test_stamping_puts_the_version_first() -> None:
         "format": 2, "identity": {"engine": {"deterministic": False}}}
     with pytest.raises(RunFormatError, match=r"^run.json: run format 9 is newer"):
         stamp_config({"format": 9}, where="run.json")
+
+
+def test_stamping_names_the_file_it_refuses() -> None:
+    with pytest.raises(RunFormatError, match=r"^config\.json: run format 9 is newer"):
+        stamp_config({"format": 9})
+    with pytest.raises(RunFormatError, match=r"^a record: run format 9 is newer"):
+        stamp_record({"format": 9})
+    with pytest.raises(RunFormatError, match=r"^results\.jsonl line 3: run format 9 is newer"):
+        stamp_record({"format": 9}, where="results.jsonl line 3")
+
+
+def test_a_record_without_a_version_is_todays_and_is_stamped_as_it_is() -> None:
+    record = {"id": "p", "samples": [{"answer": "1"}], "strategy": "genrm", "info": {"verdicts": {"default": 1}}}
+    assert stamp_record(record) == {"format": 2, **record}
+
+
+def test_an_unreadable_count_that_is_not_a_number_counts_as_none() -> None:
+    out = migrate_record({"strategy": "genrm", "info": {"verdicts": {"default": 2, "unreadable": "x"}}}, where="r")
+    assert out["info"]["verdicts"] == {"unreadable": 2}

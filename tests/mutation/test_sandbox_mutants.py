@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import marshal
 import os
 import subprocess
 import sys
@@ -290,6 +291,7 @@ def test_the_candidate_sees_only_its_environment_at_every_level_and_entry(sandbo
         done_async = asyncio.run(execute_async(level, SMALL, SHOW, "", None))
         for execution in (done, done_async):
             assert execution.status == "passed", execution
+            assert 0 < execution.seconds < 60
             names, cwd = execution.output.rsplit(" ", 1)
             assert names == ENVIRONMENT
             # rlimits: a fresh host directory as cwd, removed afterwards; namespaces: its own tmpfs at /tmp.
@@ -382,3 +384,40 @@ def test_a_cancelled_task_ends_the_executions_of_its_thread(sandbox: Sandbox) ->
     assert took < 5.0  # the sleeping execution was killed, not waited for (8 s)
     with pytest.raises(ExecutionCancelled, match=f"^{message}$"):
         raise sandbox_module._cancelled()
+
+
+def test_bytes_that_are_not_text_are_replaced_not_raised() -> None:
+    # Each part is decoded with errors replaced: a candidate's bytes never make the decoding raise.
+    execution = _decode(b"failed\0bad \xff reason\x000\0out \xfe", b"", 0, 0.0)
+    assert (execution.reason, execution.output) == ("bad \ufffd reason", "out \ufffd")
+    crashed = _decode(b"\xffpassed\0r\x000\0", b"last \xff line\n", 1, 0.0)
+    assert crashed.reason == "sandbox error: the supervisor exited 1 without an answer (last \ufffd line)"
+
+
+def test_a_supervisor_error_keeps_the_output() -> None:
+    execution = _decode(b"error\0set-up\x003\0partial", b"", 0, 0.0)
+    assert execution.output == "partial\n[3 more bytes of output dropped]"
+
+
+def test_the_supervisor_runs_isolated_without_site(sandbox: Sandbox) -> None:
+    # -I (no PYTHON* variables, no user site, no cwd on sys.path) and -S (no site module): the candidate's
+    # process is a fork of the supervisor, so it shows the supervisor's flags.
+    execution = sandbox.run(program="import sys\nprint(sys.flags.isolated, sys.flags.no_site)\n", test="")
+    assert execution.output == "1 1\n"
+
+
+_HANG = marshal.dumps((compile("import time\ntime.sleep(30)\n", "<hang>", "exec"),))
+
+
+def test_a_supervisor_that_never_answers_is_killed_after_the_limit_and_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "_harness_codes", lambda: len(_HANG).to_bytes(4, "big") + _HANG)
+    monkeypatch.setattr(sandbox_module, "_GRACE_SECONDS", 0.5)
+    limits = Limits(wall_seconds=0.5)
+    reason = "wall-clock limit of 0.5 s: the supervisor did not answer in time; process group killed"
+    for run in (lambda: execute("rlimits", limits, "", "", None),
+                lambda: asyncio.run(execute_async("rlimits", limits, "", "", None))):
+        started = time.monotonic()
+        execution = run()
+        took = time.monotonic() - started
+        assert (execution.status, execution.reason) == ("timeout", reason)
+        assert 1.0 <= execution.seconds <= took < 10  # killed after 0.5 + 0.5 s, not waited for (30 s)
