@@ -173,6 +173,8 @@ def test_the_source_limit_is_one_mib_counted_in_utf8_bytes() -> None:
     assert _refusal("", "é" * (MAX_SOURCE_BYTES // 2), None) is None
     assert _refusal("", "é" * (MAX_SOURCE_BYTES // 2) + "x", None) == ("test is 1,048,577 bytes: over the 1 MiB "
                                                                        "limit")
+    # Exactly 1 Mi characters of 2 bytes each: counted in bytes, 2 MiB.
+    assert _refusal("é" * MAX_SOURCE_BYTES, "", None) == "program is 2,097,152 bytes: over the 1 MiB limit"
 
 
 def test_refusals_name_the_part_and_accept_what_is_allowed() -> None:
