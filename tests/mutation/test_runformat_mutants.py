@@ -156,3 +156,8 @@ def test_a_record_without_a_version_is_todays_and_is_stamped_as_it_is() -> None:
 def test_an_unreadable_count_that_is_not_a_number_counts_as_none() -> None:
     out = migrate_record({"strategy": "genrm", "info": {"verdicts": {"default": 2, "unreadable": "x"}}}, where="r")
     assert out["info"]["verdicts"] == {"unreadable": 2}
+
+
+def test_samples_that_are_not_objects_are_left_as_they_are() -> None:
+    record = {"samples": [5, None, {"answer": "1", "correct": True}]}
+    assert migrate_record(record, where="r") == record

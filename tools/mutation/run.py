@@ -77,6 +77,8 @@ def build_stage(stage: Path, module: dict, settings: dict, tests: list[str]) -> 
         (stage / "src").mkdir()
         shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
         source_paths.append("src")
+    # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path).
+    also_copy = [top] if top not in PACKAGE_DIRS else []
     with open(ROOT / "pyproject.toml", "rb") as f:
         pytest_ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
     text = f"""[tool.pytest.ini_options]
@@ -93,6 +95,7 @@ pytest_add_cli_args = {toml_list(settings["pytest_args"])}
 timeout_multiplier = {float(settings["timeout_multiplier"])}
 timeout_constant = {float(settings["timeout_constant"])}
 use_git_change_detection = false
+also_copy = {toml_list(also_copy)}
 """
     (stage / "pyproject.toml").write_text(text)
 
