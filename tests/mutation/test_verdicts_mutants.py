@@ -111,3 +111,99 @@ def test_a_mean_interval_of_identical_problems_is_a_point() -> None:
     assert v.mean_difference(np.full(6, 0.75), np.full(6, 0.5), n_boot=50) == (0.25, 0.25, 0.25)
     est, low, high = v.ratio_of_means(np.full(5, 3.0), np.full(5, 2.0), n_boot=50)
     assert (est, low, high) == (1.5, 1.5, 1.5)
+
+
+# -- the rows' own functions: their guards, their margins, the text they show --------------------------------
+
+
+def test_accuracy_difference_needs_two_tables_of_one_shape() -> None:
+    with pytest.raises(ValueError, match=r"^a and b must both be \(problems × repeats\), got \(3, 2\) and \(3, 1\)$"):
+        v.accuracy_difference(np.ones((3, 2)), np.ones((3, 1)))
+    with pytest.raises(ValueError, match=r"^a and b must both be \(problems × repeats\), got \(3,\) and \(3,\)$"):
+        v.accuracy_difference(np.ones(3), np.ones(3))
+    est, low, high = v.accuracy_difference(np.array([[1, 1], [0, 0]]), np.array([[1, 0], [0, 0]]))
+    assert est == 0.25 and low < 0.25 < high
+
+
+def test_intervals_are_seeded_with_0_by_default() -> None:
+    values = np.array([0.0, 0.1, 0.5, 0.9, 1.0, 0.3, 0.2, 0.7])
+    assert v.mean_interval(values, n_boot=60) == v.mean_interval(values, n_boot=60, seed=0)
+    assert v.mean_interval(values, n_boot=60) != v.mean_interval(values, n_boot=60, seed=1)
+
+
+def test_equal_accuracy_at_a_wider_margin_is_read_and_shown_at_it() -> None:
+    kv, accuracy = (2.0, 1.5, 2.5), (0.0, -0.015, 0.015)
+    found = v.kv_at_equal_accuracy(kv, accuracy, paper=2.25, margin=0.02)
+    assert found.verdict == R
+    assert "REBASE/ETS reference KV 2.00x [1.50, 2.50] (paper 2.25x; reproduced needs CI ≥ 1.50x: reproduced)" in (
+        found.measured)
+    assert "ETS − REBASE accuracy +0.0 pts [-1.5, +1.5] (equal within ±2 pt: reproduced)" in found.measured
+    assert v.kv_at_equal_accuracy(kv, accuracy, paper=2.25).verdict == INC  # ±1.5 points is not within ±1
+
+
+def test_not_worse_at_a_wider_margin_is_read_and_shown_at_it() -> None:
+    tokens, accuracy = (3.0, 2.0, 4.0), (0.0, -0.015, 0.02)
+    found = v.fewer_tokens_at_matching_accuracy(tokens, accuracy, paper=4.0, margin=0.02, names=("SC", "DC"))
+    assert found.verdict == R
+    assert "SC/DC tokens 3.00x [2.00, 4.00] (paper 4x; reproduced needs CI ≥ 2.00x: reproduced)" in found.measured
+    assert "DC − SC accuracy +0.0 pts [-1.5, +2.0] (at most 2 pt lower: reproduced)" in found.measured
+    assert v.fewer_tokens_at_matching_accuracy(tokens, accuracy, paper=4.0).verdict == INC
+
+
+KS = [1, 2, 4, 8, 16, 32]
+
+
+def test_the_plateau_compares_the_largest_k_with_a_quarter_of_it_at_its_margin() -> None:
+    # 12 problems: maj@k 0.5 from k = 8 on (0.2, 0.3, 0.4 below), coverage rising 0.5 → 0.9 between k = 8 and 32.
+    majority = np.tile([0.2, 0.3, 0.4, 0.5, 0.505, 0.515], (12, 1))
+    coverage = np.tile([0.2, 0.3, 0.4, 0.5, 0.7, 0.9], (12, 1))
+    found = v.plateau(majority, coverage, KS, margin=0.02, n_boot=50)
+    assert found.verdict == R  # maj@32 − maj@8 = +1.5 pts, within ±2
+    assert found.measured == ("maj@32 − maj@8 +1.5 pts [+1.5, +1.5] (plateau: CI within ±2 pt), maj@8 50.0% [50.0, "
+                              "50.0], coverage@32 − coverage@8 +40.0 pts [+40.0, +40.0]; votes grouped by equivalence")
+    assert v.plateau(majority, coverage, KS, n_boot=50).verdict == N  # outside ±1
+    # With k up to 2 a quarter of the largest is below 1: the comparison is with k = 1.
+    assert v.plateau(majority[:, :2], coverage[:, :2], [1, 2], n_boot=50).measured.startswith("maj@2 − maj@1 ")
+
+
+def test_the_saturation_row_names_the_last_doubling_and_its_margin() -> None:
+    # Coverage flat at 0.6 from k = 4 on: the last doubling gains nothing.
+    coverage = np.tile([0.3, 0.5, 0.6, 0.6, 0.6, 0.6], (10, 1))
+    found = v.saturation(coverage, KS, margin=0.02, n_boot=50)
+    assert "samples (measured up to 32)" in found.measured
+    assert found.measured.endswith("coverage@32 − coverage@16 +0.0 pts [+0.0, +0.0] (still rising: CI > +2)")
+    rising = np.tile([0.1, 0.2, 0.3, 0.4, 0.5, 0.515], (10, 1))
+    assert v.saturation(rising, KS, margin=0.02, n_boot=50).verdict != N  # a 1.5-point gain is within 2
+    assert v.saturation(rising, KS, n_boot=50).verdict == N  # but not within 1
+
+
+def test_coverage_law_needs_enough_ks_and_problems() -> None:
+    # The law is fitted on k ≤ pool / 4 (at least 3 of them: 1, 2, 4) and tested on the larger k: a pool of 8
+    # leaves two to fit, 16 is the least that runs.
+    n, c = np.full(5, 16.0), np.full(5, 4.0)
+    assert v.coverage_law(n, c, 8, n_boot=20) == v.Verdict(
+        INC, "needs a pool of ≥ 16 samples and ≥ 2 problems (pool 8, 5 problems)")
+    assert v.coverage_law(n[:1], c[:1], 16, n_boot=20) == v.Verdict(
+        INC, "needs a pool of ≥ 16 samples and ≥ 2 problems (pool 16, 1 problems)")
+    assert v.coverage_law(n[:2], c[:2], 16, n_boot=20).measured.startswith("fitted on k=1,2,4, held-out k=8,16: ")
+    assert v.coverage_law(np.full(3, 16.0), np.zeros(3), 16, n_boot=20) == v.Verdict(
+        INC, "coverage is 0 at every fitted k: neither curve can be fitted")
+
+
+def test_coverage_laws_text_shows_the_held_out_errors_of_the_curves_it_names() -> None:
+    # One right answer in 32 for every problem: coverage k/32 exactly. The RMSEs shown are those of the curves
+    # shown (their parameters as printed) against the held-out coverage 16/32 and 32/32.
+    import re
+
+    found = v.coverage_law(np.full(6, 32.0), np.full(6, 1.0), 32, n_boot=30, margin=0.02)
+    m = re.fullmatch(r"fitted on k=1,2,4,8, held-out k=16,32: RMSE exp\(a·k\^b\) (\S+) pts \(a=(\S+), b=(\S+)\), "
+                     r"ceiling s·\(1−\(1−p\)\^k\) (\S+) pts \(s=(\S+), p=(\S+)\); ceiling − law (\S+) pts "
+                     r"\[(\S+), (\S+)\], reproduced needs CI > \+2, not reproduced CI < −2", found.measured)
+    assert m is not None, found.measured
+    law, a, b, ceiling, s, p = (float(m[i]) for i in range(1, 7))
+    held = np.array([0.5, 1.0])
+    ks = np.array([16.0, 32.0])
+    law_rmse = 100 * np.sqrt(np.mean((np.exp(a * ks**b) - held) ** 2))
+    ceiling_rmse = 100 * np.sqrt(np.mean((s * (1 - (1 - p) ** ks) - held) ** 2))
+    assert law == pytest.approx(law_rmse, abs=0.5) and ceiling == pytest.approx(ceiling_rmse, abs=0.5)
+    assert float(m[7]) == pytest.approx(ceiling - law, abs=0.15) and m[7] == m[8] == m[9]  # identical problems
