@@ -123,6 +123,9 @@ def test_accuracy_difference_needs_two_tables_of_one_shape() -> None:
         v.accuracy_difference(np.ones(3), np.ones(3))
     est, low, high = v.accuracy_difference(np.array([[1, 1], [0, 0]]), np.array([[1, 0], [0, 0]]))
     assert est == 0.25 and low < 0.25 < high
+    _, narrow_low, narrow_high = v.accuracy_difference(np.array([[1, 1], [0, 0]]), np.array([[1, 0], [0, 0]]),
+                                                       confidence=0.5)
+    assert low < narrow_low < 0.25 < narrow_high < high  # the confidence asked for reaches the interval
 
 
 def test_intervals_are_seeded_with_0_by_default() -> None:
