@@ -76,7 +76,7 @@ def _voter(answer: str, score: float) -> Sample:
 def test_the_share_of_the_leading_answer() -> None:
     assert asyncio.run(_share([])) == 0.0
     assert asyncio.run(_share([_voter("a", 0.5)])) == 1.0
-    assert asyncio.run(_share([_voter("a", 2.0), _voter("b", 1.0)])) == pytest.approx(2 / 3)
+    assert asyncio.run(_share([_voter("12", 2.0), _voter("7", 1.0)])) == pytest.approx(2 / 3)  # numbers: no merge
 
 
 def test_an_engine_without_top_log_probs_is_named() -> None:
