@@ -58,6 +58,8 @@ def test_a_string_that_is_not_a_number_does_not_end_the_search_for_a_match() -> 
     assert dim.match("8") == 8 and dim.match(" 8.0 ") == 8 and dim.match("eight") is None
     mixed = Dimension(name="a", values=("x", 2, 8))
     assert mixed.match("8") == 8 and mixed.match("x") == "x" and mixed.match("y") is None
+    # A string that is no number skips the numbers and still finds a string value after them.
+    assert Dimension(name="a", values=(2, "x")).match("x") == "x"
 
 
 @pytest.mark.parametrize(("budget", "shown"), [(float("inf"), "inf"), (float("nan"), "nan"), (True, "True"),

@@ -136,3 +136,12 @@ def test_every_online_request_samples_with_the_runs_settings() -> None:
     p = DeepConfParams(mode="online", n=6, warmup=4, window=8, max_tokens=48, temperature=0.6, top_p=0.9, parallel=1)
     asyncio.run(deepconf(ctx.problem, ctx, p))
     assert policy.seen == [(0.6, 0.9, 48, 4)] * 4 + [(0.6, 0.9, 48, 1)] * 2  # the warm-up in one request of n = 4
+
+
+def test_an_online_pool_is_not_derived_and_says_why() -> None:
+    from ttscale.capabilities import Stored
+    from ttscale.strategies.deepconf import derive
+
+    stored = Stored(params=DeepConfParams(mode="online"), ledger=None, budget=None, record={}, samples=[],  # type: ignore[arg-type]
+                    prompt_tokens=0, max_model_len=0)
+    assert derive(stored) == "online traces were stopped by their own run's threshold"

@@ -133,12 +133,14 @@ def test_the_refusals_read_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
 _Capability = namedtuple("_Capability", "major minor")
 
 
-def _fake_vllm(monkeypatch: pytest.MonkeyPatch, *, variables: dict[str, Any], capability: Any, name: Any) -> None:
+def _fake_vllm(monkeypatch: pytest.MonkeyPatch, *, variables: dict[str, Any] | None, capability: Any,
+               name: Any) -> None:
     """Stand-ins for the three vLLM modules gpu_settings reads (a version, its settings, the platform)."""
     vllm = types.ModuleType("vllm")
     vllm.__version__ = "0.11.2"  # type: ignore[attr-defined]
     envs = types.ModuleType("vllm.envs")
-    envs.environment_variables = variables  # type: ignore[attr-defined]
+    if variables is not None:  # a vLLM before the settings table has no such attribute at all
+        envs.environment_variables = variables  # type: ignore[attr-defined]
     platforms = types.ModuleType("vllm.platforms")
 
     class Platform:
@@ -178,12 +180,16 @@ def test_gpu_settings_on_an_h100_set_batch_invariance(monkeypatch: pytest.Monkey
         ("cuda", {}, _Capability(9, 0), "H100",
          "deterministic mode: the installed vLLM 0.11.2 has no batch-invariant mode (VLLM_BATCH_INVARIANT, vLLM ≥ "
          "0.11.1); upgrade vLLM or run without --deterministic"),
+        ("cuda", None, _Capability(9, 0), "H100",
+         "deterministic mode: the installed vLLM 0.11.2 has no batch-invariant mode (VLLM_BATCH_INVARIANT, vLLM ≥ "
+         "0.11.1); upgrade vLLM or run without --deterministic"),
         ("cpu", {"VLLM_BATCH_INVARIANT": None}, _Capability(9, 0), "H100",
          "deterministic mode: vLLM's batch-invariant mode needs an NVIDIA GPU; this engine runs on cpu"),
     ],
-    ids=["a100", "no_name", "unknown_capability", "old_vllm", "cpu"],
+    ids=["a100", "no_name", "unknown_capability", "old_vllm", "no_settings_table", "cpu"],
 )
-def test_gpu_settings_refuse_naming_the_gpu(monkeypatch: pytest.MonkeyPatch, device: str, variables: dict[str, Any],
+def test_gpu_settings_refuse_naming_the_gpu(monkeypatch: pytest.MonkeyPatch, device: str,
+                                           variables: dict[str, Any] | None,
                                            capability: Any, name: Any, message: str) -> None:
     monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
     _fake_vllm(monkeypatch, variables=variables, capability=capability, name=name)
