@@ -210,3 +210,28 @@ def test_coverage_laws_text_shows_the_held_out_errors_of_the_curves_it_names() -
     ceiling_rmse = 100 * np.sqrt(np.mean((s * (1 - (1 - p) ** ks) - held) ** 2))
     assert law == pytest.approx(law_rmse, abs=0.5) and ceiling == pytest.approx(ceiling_rmse, abs=0.5)
     assert float(m[7]) == pytest.approx(ceiling - law, abs=0.15) and m[7] == m[8] == m[9]  # identical problems
+
+
+def test_differences_of_right_or_wrong_flags_are_means_of_numbers() -> None:
+    # Flags (bools) are numbers to the interval: 3 of 4 right against 1 of 4 is a difference of one half.
+    est, _, _ = v.mean_difference(np.array([True, True, True, False]), np.array([True, False, False, False]),
+                                  n_boot=20)
+    assert est == 0.5
+
+
+def test_the_seed_and_resamples_asked_for_reach_the_interval() -> None:
+    a = np.array([0.0, 0.1, 0.5, 0.9, 1.0, 0.3, 0.2, 0.7])
+    b = np.array([0.2, 0.0, 0.4, 0.5, 0.9, 0.1, 0.3, 0.2])
+    assert v.mean_difference(a, b, n_boot=60, seed=1) == v.mean_interval(a - b, n_boot=60, seed=1)
+    assert v.mean_difference(a, b, n_boot=60, seed=1) != v.mean_difference(a, b, n_boot=60)
+    assert tuple(v.ratio_of_means(a + 1, b + 1, n_boot=60, seed=1)) != tuple(v.ratio_of_means(a + 1, b + 1, n_boot=60))
+
+
+def test_the_plateau_text_shows_the_intervals_of_the_resamples_asked_for() -> None:
+    rng = np.random.default_rng(3)
+    majority = rng.uniform(0.3, 0.7, size=(15, 6))
+    coverage = rng.uniform(0.5, 0.9, size=(15, 6))
+    found = v.plateau(majority, coverage, KS, n_boot=40)
+    assert v.pts(v.mean_difference(majority[:, 5], majority[:, 3], n_boot=40)) in found.measured
+    assert v.pts(v.mean_difference(coverage[:, 5], coverage[:, 3], n_boot=40)) in found.measured
+    assert v.percent(v.mean_interval(majority[:, 3], n_boot=40)) in found.measured
