@@ -7,7 +7,10 @@ staging copy with the installed layout (``ttscale/evals/...``), runs mutmut ther
 that module's file mutated, against only that module's fast tests), and never writes into the repository's
 source folders. Per-module results go to ``tools/mutation/results/<module>.json`` and the report,
 ``tools/mutation/REPORT.md``, is rebuilt from all of them, with the mutants listed in ``equivalent.toml``
-(equivalent ones, and cosmetic text excluded on purpose) counted apart.
+(equivalent ones, and cosmetic text excluded on purpose) counted apart. A script folder's module
+(``benchmarks/verdicts.py``, which its siblings import as ``verdicts``) is staged as ``src/verdicts.py``, the
+folder copied beside it; a module's ``unreachable`` functions (code that runs only in a process mutmut's switch
+cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart too, not scored.
 
 Usage: python tools/mutation/run.py [--report-only] [--baseline] [--stage DIR] [MODULE ...]
 """
