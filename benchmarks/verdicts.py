@@ -64,7 +64,7 @@ import numpy as np
 from evidence import Measured
 
 from ttscale.evals.metrics import majority_at_k
-from ttscale.scaling import fit_coverage_from_samples
+from ttscale.scaling import FitInputError, fit_coverage_from_samples
 from ttscale.scaling.coverage import LAW, pass_at_k
 from ttscale.scaling.result import fit_profile_curves
 from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
@@ -287,12 +287,15 @@ def coverage_law(n: np.ndarray, correct: np.ndarray, pool: int, *, margin: float
     ks = np.array([2.0**i for i in range(int(math.log2(pool)) + 1)])
     fit_k, held_k = ks[ks <= pool / 4], ks[ks > pool / 4]
     if fit_k.size < 3 or held_k.size < 1 or ns.size < 2:
-        return Verdict(INCONCLUSIVE, f"needs a pool of ≥ 8 samples and ≥ 2 problems (pool {pool}, {ns.size} problems)")
+        return Verdict(INCONCLUSIVE, f"needs a pool of ≥ 16 samples and ≥ 2 problems (pool {pool}, {ns.size} problems)")
     per_problem = pass_at_k(n=ns, correct=cs, k=ks)  # (problems, len(ks)), unbiased from each problem's samples
     counts = np.vstack([np.ones((1, ns.size)), *resample_counts(ns.size, n_boot, np.random.default_rng(seed))])
     curves = counts @ per_problem / ns.size  # row 0: the data; then the resamples
     fitted, held = curves[:, : fit_k.size], curves[:, fit_k.size:]
-    law = fit_coverage_from_samples(n=ns, correct=cs, k=fit_k, n_boot=0)
+    try:
+        law = fit_coverage_from_samples(n=ns, correct=cs, k=fit_k, n_boot=0)
+    except FitInputError:  # no fitted k with coverage above 0: the fitter refuses (the law's log needs it)
+        return Verdict(INCONCLUSIVE, "coverage is 0 at every fitted k: neither curve can be fitted")
     # The resamples are refitted in one vectorised call of the same fitter (fit_coverage_from_samples runs it,
     # with draws of its own, which the alternative's refits could not share).
     boot = fit_profile_curves(LAW, x=fit_k, y=fitted[0], batches=[(fit_k, fitted[1:], None)], level=0.95,

@@ -70,8 +70,27 @@ def test_sleep_time_space_derives_test_budgets_and_amortises_sleep(tmp_path: Pat
     assert len(live) == 2  # one pool per sleep budget, at the largest test-time budget
     truth = [json.loads(line) for line in (tmp_path / "s" / "searches" / "truth" / "trials.jsonl").read_text()
              .splitlines()]
-    for t in truth:  # the measured cost per query: test-time tokens plus the amortised sleep tokens
-        assert t["cost"] <= t["allocation"]["budget"] + t["allocation"]["sleep_tokens"] / 3 + 1e-9
+    records = {name: [json.loads(line) for line in (tmp_path / "s" / "sweep" / "cells" / name / "results.jsonl")
+                      .read_text().splitlines()] for name in cells}
+    # Per cell, per query (records are appended as they finish: keyed by their id).
+    spent = {name: [(r["ledger"]["generated_tokens"], r["ledger"]["sleep_tokens_amortised"])
+                    for r in sorted(rs, key=lambda r: r["id"])] for name, rs in records.items()}
+    for name, summary in cells.items():
+        source = summary.get("derived_from")
+        sleep = 40 if "sleep_tokens=40" in name else 0
+        budget = int(name.rsplit("-b", 1)[1].split("-")[0])
+        # Each query's test-time tokens fit its budget; its share of the context's sleep is at most 40 / 3
+        # (the context's thought may end early) and more than nothing when it slept, exactly 0 when not.
+        assert all(0 < g <= budget for g, _ in spent[name])
+        assert all((0 < a <= 40 / 3 + 1e-3) if sleep else a == 0 for _, a in spent[name])
+        if source:  # a smaller budget read from the pool: the same contexts, so the same sleep, paid once
+            assert [a for _, a in spent[name]] == [a for _, a in spent[source]]
+            assert all(g <= h for (g, _), (h, _) in zip(spent[name], spent[source], strict=True))
+    # The measured cost per query: the mean of test-time tokens plus the amortised sleep tokens of its cell.
+    for t in truth:
+        budget, sleep = t["allocation"]["budget"], t["allocation"]["sleep_tokens"]
+        (name,) = [n for n in cells if f"sleep_tokens={sleep}-" in n and n.endswith(f"-b{budget}-s0")]
+        assert t["cost"] == pytest.approx(sum(g + a for g, a in spent[name]) / len(spent[name]))
 
 
 def test_beam_space_runs_each_cell_live_once(tmp_path: Path) -> None:

@@ -7,7 +7,10 @@ staging copy with the installed layout (``ttscale/evals/...``), runs mutmut ther
 that module's file mutated, against only that module's fast tests), and never writes into the repository's
 source folders. Per-module results go to ``tools/mutation/results/<module>.json`` and the report,
 ``tools/mutation/REPORT.md``, is rebuilt from all of them, with the mutants listed in ``equivalent.toml``
-(equivalent ones, and cosmetic text excluded on purpose) counted apart.
+(equivalent ones, and cosmetic text excluded on purpose) counted apart. A script folder's module
+(``benchmarks/verdicts.py``, which its siblings import as ``verdicts``) is staged as ``src/verdicts.py``, the
+folder copied beside it; a module's ``unreachable`` functions (code that runs only in a process mutmut's switch
+cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart too, not scored.
 
 Usage: python tools/mutation/run.py [--report-only] [--baseline] [--stage DIR] [MODULE ...]
 """
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -50,6 +54,10 @@ def load_config() -> dict:
 
 def staged_path(repo_path: str) -> str:
     top, _, rest = repo_path.partition("/")
+    if top not in PACKAGE_DIRS:
+        # A script folder (benchmarks/): its modules import each other as top-level modules (`import verdicts`),
+        # so the mutated one is staged under src/, which mutmut puts on sys.path and names without the prefix.
+        return f"src/{rest}"
     return f"{PACKAGE_DIRS[top]}/{rest}"
 
 
@@ -64,6 +72,16 @@ def build_stage(stage: Path, module: dict, settings: dict, tests: list[str]) -> 
     for top, dest in PACKAGE_DIRS.items():
         shutil.copytree(ROOT / top, stage / dest, ignore=IGNORE, dirs_exist_ok=True)
     shutil.copytree(ROOT / "tests", stage / "tests", ignore=IGNORE)
+    top, _, rest = module["file"].partition("/")
+    source_paths = ["ttscale"]
+    if top not in PACKAGE_DIRS:
+        # The folder without the mutated file (the tests' own sys.path entry must not find the original first).
+        shutil.copytree(ROOT / top, stage / top, ignore=shutil.ignore_patterns(rest, "__pycache__", "*.pyc"))
+        (stage / "src").mkdir()
+        shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
+        source_paths.append("src")
+    # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path).
+    also_copy = [top] if top not in PACKAGE_DIRS else []
     with open(ROOT / "pyproject.toml", "rb") as f:
         pytest_ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
     text = f"""[tool.pytest.ini_options]
@@ -73,13 +91,14 @@ testpaths = {toml_list(pytest_ini.get("testpaths", []))}
 markers = {toml_list(pytest_ini.get("markers", []))}
 
 [tool.mutmut]
-source_paths = ["ttscale"]
+source_paths = {toml_list(source_paths)}
 only_mutate = [{json.dumps(staged_path(module["file"]))}]
 pytest_add_cli_args_test_selection = {toml_list(tests)}
 pytest_add_cli_args = {toml_list(settings["pytest_args"])}
 timeout_multiplier = {float(settings["timeout_multiplier"])}
 timeout_constant = {float(settings["timeout_constant"])}
 use_git_change_detection = false
+also_copy = {toml_list(also_copy)}
 """
     (stage / "pyproject.toml").write_text(text)
 
@@ -130,7 +149,7 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
     results = RESULTS / "before" if baseline else RESULTS
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    counts = summarize(result, load_exclusions())
+    counts = summarize(result, load_exclusions(), module.get("unreachable", ()))
     print(f"   {name}: {counts['killed']}/{counts['scored']} killed ({counts['score']:.1%}), "
           f"{counts['survived']} surviving, {counts['excluded']} listed as equivalent/cosmetic, {seconds:.0f} s",
           flush=True)
@@ -151,15 +170,24 @@ def load_exclusions() -> dict[str, dict]:
     return out
 
 
-def summarize(result: dict, exclusions: dict[str, dict]) -> dict:
+def function_of(name: str) -> str:
+    """The mutated function's own name: `pkg.mod.x_run__mutmut_3` -> `run`, `...xǁLibcǁwords__mutmut_1` -> `words`."""
+    head = name.rpartition("__mutmut_")[0].rpartition(".")[2]
+    return head.rpartition("ǁ")[2] if "ǁ" in head else head.removeprefix("x_")
+
+
+def summarize(result: dict, exclusions: dict[str, dict], unreachable: Sequence[str] = ()) -> dict:
+    """Scores a module's run; mutants of the functions in `unreachable` (config.toml: code that runs only where
+    mutmut's switch cannot follow, such as the sandbox's `python -I -S` child) are counted apart, not scored."""
     mutants = result["mutants"]
-    excluded = [m for m in mutants if m in exclusions and mutants[m]["status"] not in KILLED]
-    killed = sum(1 for m in mutants.values() if m["status"] in KILLED)
-    scored = len(mutants) - len(excluded)
-    survivors = [m for m, v in mutants.items() if v["status"] not in KILLED and m not in excluded]
+    away = {m for m in mutants if function_of(m) in unreachable}
+    excluded = [m for m in mutants if m in exclusions and mutants[m]["status"] not in KILLED and m not in away]
+    killed = sum(1 for m, v in mutants.items() if v["status"] in KILLED and m not in away)
+    scored = len(mutants) - len(excluded) - len(away)
+    survivors = [m for m, v in mutants.items() if v["status"] not in KILLED and m not in excluded and m not in away]
     return {"total": len(mutants), "killed": killed, "excluded": len(excluded), "scored": scored,
             "survived": len(survivors), "survivors": sorted(survivors, key=mutant_order),
-            "excluded_names": sorted(excluded, key=mutant_order),
+            "excluded_names": sorted(excluded, key=mutant_order), "unreachable": len(away),
             "score": killed / scored if scored else 1.0, "raw": killed / len(mutants) if mutants else 1.0}
 
 
@@ -190,12 +218,15 @@ def write_report(config: dict) -> None:
             lines.append(f"| {name} | `{module['file']}` | {before} | not run | | | | |")
             continue
         result = json.loads(path.read_text())
-        s = summarize(result, exclusions)
+        s = summarize(result, exclusions, module.get("unreachable", ()))
         total_seconds += result["seconds"]
         lines.append(f"| {name} | `{module['file']}` | {before} | {s['killed']}/{s['scored']} | {s['score']:.1%} "
                      f"| {s['excluded']} | {s['survived']} | {result['seconds']:.0f} s ({result['date']}) |")
         details += [f"## {name} (`{module['file']}`)", "",
                     f"Tests: {', '.join('`' + t + '`' for t in result['tests'])}.", ""]
+        if s["unreachable"]:
+            details += [f"Not scored: {s['unreachable']} mutants of {', '.join(module['unreachable'])} "
+                        f"({module.get('unreachable_reason', 'out of mutmut reach')}).", ""]
         if s["survivors"]:
             details += [f"### Surviving ({s['survived']})", ""]
             for m in s["survivors"]:

@@ -1,0 +1,158 @@
+"""ttscale.sandbox._runner, the pieces that run in this process: what the mutation run (tools/mutation) found
+unchecked. Hand examples of the one-line reason an error gets, the limit it names, the plain-value copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttscale.sandbox import Limits
+from ttscale.sandbox._runner import PASS_TAG, _describe, _exact_str_keys, _lookup, pass_message, plain_copy
+
+LIMITS = Limits(memory_mib=600, processes=4, file_mib=3, open_files=20).to_dict()
+PROGRAM = "def solve(x):\n    y = x + 1\n    return 1 / 0\n"
+TEST = "def check(candidate):\n\n    assert candidate(2) == 4\n"
+
+
+def _raised(source: str, name: str, call: str) -> BaseException:
+    namespace: dict[str, Any] = {}
+    exec(compile(source, name, "exec"), namespace)
+    try:
+        eval(call, namespace)
+    except BaseException as error:  # the error is the value under test
+        return error
+    raise AssertionError("no error")
+
+
+def test_the_innermost_line_of_the_program_is_named_with_its_text() -> None:
+    error = _raised(PROGRAM, "<program>", "solve(1)")
+    sources = {"<program>": PROGRAM, "<test>": TEST}
+    assert _describe(error, sources) == "ZeroDivisionError: division by zero (program line 3: return 1 / 0)"
+
+
+def test_a_file_that_is_neither_program_nor_test_is_not_named() -> None:
+    error = _raised(PROGRAM, "<elsewhere>", "solve(1)")
+    assert _describe(error, {"<program>": PROGRAM, "<test>": TEST}) == "ZeroDivisionError: division by zero"
+
+
+def test_a_line_past_the_source_is_named_without_text() -> None:
+    # The source the harness holds is shorter than what raised (line 3 of a two-line source): number only.
+    error = _raised(PROGRAM, "<program>", "solve(1)")
+    assert _describe(error, {"<program>": "a\nb\n"}) == "ZeroDivisionError: division by zero (program line 3)"
+
+
+def test_an_empty_line_is_named_without_text() -> None:
+    source = "def f():\n    raise ValueError('v')\n"
+    error = _raised(source, "<test>", "f()")
+    assert _describe(error, {"<test>": "x\n\n"}) == "ValueError: v (test line 2)"
+
+
+def test_a_syntax_error_names_its_line() -> None:
+    try:
+        compile("x = 1\ny = (\n", "<test>", "exec")
+    except SyntaxError as error:
+        reason = _describe(error, {"<test>": "x = 1\ny = (\n"})
+    assert reason == "SyntaxError: '(' was never closed (test line 2)"
+    try:
+        compile("x = (\n", "<other>", "exec")
+    except SyntaxError as error:
+        assert _describe(error, {"<test>": ""}) == "SyntaxError: '(' was never closed"
+
+
+def test_an_error_without_a_message_is_its_name_alone() -> None:
+    assert _describe(AssertionError(), {}) == "AssertionError"
+
+
+def test_the_reason_is_one_line_of_at_most_500_characters() -> None:
+    assert _describe(ValueError("a\n  b\tc"), {}) == "ValueError: a b c"
+    long = _describe(ValueError("x" * 600), {})
+    assert long == "ValueError: " + "x" * (500 - 3 - len("ValueError: ")) + "..."
+    assert len(long) == 500
+    exact = "x" * (500 - len("ValueError: "))
+    assert _describe(ValueError(exact), {}) == "ValueError: " + exact
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (MemoryError(), "MemoryError: memory limit: 150 MiB per process, 600 MiB for the execution"),
+        (RuntimeError("can't start new thread"),
+         "RuntimeError: can't start new thread: process limit: 4 processes and threads"),
+        (RuntimeError("other"), "RuntimeError: other"),
+        (OSError(27, "File too large"), "OSError: [Errno 27] File too large: file-size limit of 3 MiB"),
+        (OSError(28, "No space left on device"),
+         "OSError: [Errno 28] No space left on device: temporary directory of 3 MiB full"),
+        (OSError(24, "Too many open files"), "OSError: [Errno 24] Too many open files: open-file limit of 20"),
+        (OSError(26, "Text file busy"), "OSError: [Errno 26] Text file busy"),
+        (OSError(29, "Illegal seek"), "OSError: [Errno 29] Illegal seek"),
+        (ValueError(27), "ValueError: 27"),
+    ],
+    ids=["memory", "threads", "other_runtime", "efbig", "enospc", "emfile", "errno_26", "errno_29", "not_os"],
+)
+def test_each_limit_is_named_with_its_value(error: BaseException, reason: str) -> None:
+    assert _describe(error, {}, LIMITS) == reason
+
+
+def test_without_limits_no_limit_is_named() -> None:
+    assert _describe(MemoryError(), {}) == "MemoryError"
+
+
+def test_containers_keep_their_exact_type_order_and_items() -> None:
+    value = {"b": [1, (2, 3)], "a": {4}, 5: frozenset({6}), (7, 8): {"c": None}}
+    copied = plain_copy(value)
+    assert copied == value and list(copied) == ["b", "a", 5, (7, 8)]
+    assert type(copied[5]) is frozenset and type(copied["b"][1]) is tuple and type(copied["a"]) is set
+    assert plain_copy((1, "2", [3.0])) == (1, "2", [3.0])
+    assert plain_copy([3, 1, 2]) == [3, 1, 2]
+
+
+def test_exactly_100_levels_are_copied_and_101_refused() -> None:
+    value: list[Any] = []
+    for _ in range(99):
+        value = [value]  # 100 lists, the outermost at depth 0
+    assert plain_copy(value) == value
+    with pytest.raises(TypeError, match=r"^the candidate returned a value nested deeper than 100$"):
+        plain_copy([value])
+
+
+def test_the_pass_message_flips_every_byte() -> None:
+    assert PASS_TAG == b"\x1eP"
+    assert pass_message(b"\x00\xff\xa5") == b"\x1eP\xa5\x5a\x00"
+
+
+def test_exact_str_keys_are_kept_in_their_order_when_all_are_str() -> None:
+    table: dict[Any, Any] = {"b": 1, "a": 2}
+    _exact_str_keys(table)
+    assert list(table.items()) == [("b", 1), ("a", 2)]
+    mixed: dict[Any, Any] = {1: "x", "b": 1, 2: "y", "a": 2}
+    _exact_str_keys(mixed)
+    assert list(mixed.items()) == [("b", 1), ("a", 2)]
+
+
+def test_a_lookup_finds_the_value_of_the_exact_name() -> None:
+    table = {"check": 1, "solve": 2}
+    assert _lookup(table, "solve") == (True, 2)
+    assert _lookup(table, "chec") == (False, None)
+    assert _lookup({"x": None}, "x") == (True, None)
+
+
+def test_a_message_that_cannot_be_formatted_is_said_so() -> None:
+    # A plain argument whose str() raises (an int past Python's 4,300-digit conversion limit).
+    assert _describe(ValueError(10**5000), {}) == "ValueError: <the message could not be formatted>"
+
+
+def test_a_syntax_error_whose_message_is_not_a_str_shows_its_name_only() -> None:
+    assert _describe(SyntaxError(5), {}) == "SyntaxError"
+
+
+def test_the_first_line_is_named_with_its_text() -> None:
+    source = "def f(): raise KeyError('k')\n"
+    error = _raised(source, "<program>", "f()")
+    assert _describe(error, {"<program>": source}) == "KeyError: 'k' (program line 1: def f(): raise KeyError('k'))"
+
+
+def test_a_table_without_str_keys_is_emptied() -> None:
+    table: dict[Any, Any] = {1: "x", (2,): "y"}
+    _exact_str_keys(table)
+    assert table == {}
