@@ -44,6 +44,20 @@ def test_run_writes_a_resumable_run_and_an_engine_serves_several(tmp_path: Path,
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout[done.stdout.index("{"):])["resumed"] is True
     assert (first / "results.jsonl").read_text().splitlines() == lines  # the CLI found nothing to redo
+    # Sleep-time compute as its reference runs it, on the same engine: greedy rethink passes (3 at most here) within
+    # the stage's budget, then one greedy answer per query under the verbosity prompt.
+    sleep = ttscale.run(strategy="sleep_time", budget="64", task="arithmetic_stateful:1", limit=2,
+                        task_options={"queries": 2, "per_level": 1}, out=tmp_path / "sleep", engine=engine,
+                        params={"sleep_tokens": 96, "rethinks": 3, "rethink_tokens": 32, "max_tokens": 32})
+    stage = json.loads((tmp_path / "sleep" / "stages.jsonl").read_text())  # one context: one stage
+    assert 1 <= stage["value"]["passes"] <= 3 and stage["value"]["ended"] in ("rethinks", "finished", "unchanged",
+                                                                              "budget")
+    assert stage["ledger"]["generated_tokens"] == stage["value"]["tokens"] <= 96 and stage["ledger"]["calls"] == (
+        stage["value"]["passes"])
+    records = [json.loads(line) for line in (tmp_path / "sleep" / "results.jsonl").read_text().splitlines()]
+    assert sleep.summary["problems"] == 2 and all(len(r["samples"]) == 1 for r in records)
+    assert all(r["ledger"]["generated_tokens"] == r["ledger"]["test_tokens"] <= 32 for r in records)
+    assert all(r["info"]["rethink_passes"] == stage["value"]["passes"] for r in records)
 
 
 #: README's Python block ("From Python (scripts and notebooks)"), shrunk: fewer problems, samples and tokens.

@@ -64,10 +64,10 @@ def test_five_kill_9_then_resume_give_each_problem_exactly_once(tmp_path: Path) 
             "--model", "smol", "--tokenizer", "embedded", "--no-progress", "--json",
         ]  # fmt: skip
         fresh = [
-            "--strategy", "sleep_time", "--budget", "10", "--param", "n=2", "--param", "max_tokens=5",
-            "--param", f"sleep_tokens={SLEEP_TOKENS}", "--task", "arithmetic_stateful:1", "--task-option",
-            "queries=4", "--task-option", "per_level=10", "--limit", str(PROBLEMS), "--concurrency", "2",
-            "--out", str(out),
+            "--strategy", "sleep_time", "--budget", "10", "--param", "n=2", "--param", "test_time=vote",
+            "--param", "max_tokens=5", "--param", f"sleep_tokens={SLEEP_TOKENS}", "--task", "arithmetic_stateful:1",
+            "--task-option", "queries=4", "--task-option", "per_level=10", "--limit", str(PROBLEMS),
+            "--concurrency", "2", "--out", str(out),
         ]  # fmt: skip
         ASKED.clear()
         kept = b""

@@ -65,11 +65,28 @@ class NoGeneration(SimulatedArithmeticPolicy):
 
 
 def resume_as_stored(run: Path, engine: Any) -> ttscale.Run:
-    """`ttscale.run` with the settings config.json's spec stored, into the same directory (a resume)."""
+    """`ttscale.run` with the settings config.json's spec stored, into the same directory (a resume).
+    """
     spec = raw_config(run)["spec"]
     return ttscale.run(strategy=spec["strategy"], budget=spec["budget"], task=spec["task"], limit=spec["limit"],
                        params=spec["params"], task_options=spec["task_options"], seed=spec["seed"], out=run,
                        engine=engine)
+
+
+SLEEP_TIME_V2 = {"test_time": "vote", "verbosity": 0, "rethinks": 1, "rethink_tokens": 64, "memory_chars": None}
+"""What the sleep-time fixture ran with (votes, from notes of one pass of at most its 64 sleep tokens, no limit),
+in today's params (format 3): today's defaults would rethink 10 times and answer once."""
+
+
+def todays(name: str, run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(config, records) of a fixture as today's code reads them: as stored, but the sleep-time run's params and
+    records filled in (format 3)."""
+    config, records = raw_config(run), raw_lines(run)
+    if name == "sleep_time":
+        for part in ("identity", "spec"):
+            config[part]["params"] = {**config[part]["params"], **SLEEP_TIME_V2}
+        records = [{**r, "info": {**r["info"], "rethink_passes": 1}} for r in records]  # each spent sleep tokens
+    return config, records
 
 
 # -- the fixtures are what the code wrote before versions --------------------------------------------------------
@@ -90,9 +107,12 @@ def test_a_v1_run_reads_in_todays_shape(name: str, tmp_path: Path) -> None:
     frame = ttscale.load_runs(run)
     assert len(frame) == len(stored)
     data = read_run(run)
-    # These runs were made after the last change of shape version 1 saw: they read as they were stored.
-    assert data.config == raw_config(run) and RunDir(run).read_config() == raw_config(run)
-    assert data.records == stored and RunDir(run).records() == stored
+    # These runs were made after the last change of shape version 1 saw: they read as they were stored (but for
+    # the sleep-time run, which version 3 reads with what it ran filled in).
+    config, records = todays(name, run)
+    assert data.config == config and RunDir(run).read_config() == config
+    assert data.records == records and RunDir(run).records() == records
+    assert (data.config == raw_config(run)) is (name != "sleep_time")
     html = ttscale.report([run], out=tmp_path / "report.html")
     assert "<svg" in html and (tmp_path / "report.html").read_text(encoding="utf-8") == html
 
@@ -107,7 +127,7 @@ def test_a_v1_run_resumes_with_nothing_left_and_asks_the_engine_nothing(name: st
     assert done.summary["problems"] == len(raw_lines(run))
     after = {p.name: p.read_bytes() for p in run.iterdir() if p.name not in ("summary.json", ".lock")}
     assert after == before  # its config and results as they were: nothing ran, nothing was rewritten
-    assert RunDir(run).read_config()["identity"] == raw_config(run)["identity"]  # and the config still reads
+    assert RunDir(run).read_config()["identity"] == todays(name, run)[0]["identity"]  # and the config still reads
     assert len(ttscale.load_runs(run)) == len(raw_lines(run))
 
 
@@ -199,6 +219,33 @@ def test_a_resumed_v1_run_appends_v2_records_after_its_v1_ones(tmp_path: Path) -
     assert RunDir(run).read_config()["identity"] == raw_config(run)["identity"]  # the config keeps reading
     again = resume_as_stored(run, NoGeneration(seed=0))  # and resumes again, a file of both versions
     assert again.summary["resumed"] is True and again.summary["problems"] == len(stored)
+
+
+def test_a_v2_sleep_time_run_reads_as_the_vote_it_ran_and_resumes_as_it(tmp_path: Path) -> None:
+    """A sleep-time run of format 2 (before the reference's rethinking and single answer) reads as what it ran, so
+    a resume continues it as it was (a vote of n = 2 from the stored notes), not with today's defaults; set
+    explicitly, today's rethinking is refused, naming what differs."""
+    run = copy("sleep_time", tmp_path)
+    config = raw_config(run)
+    (run / CONFIG).write_text(json.dumps({"format": 2, **config}), encoding="utf-8")
+    lines = [json.dumps({"format": 2, **r}) + "\n" for r in raw_lines(run)]
+    (run / RESULTS).write_text("".join(lines[:-1]), encoding="utf-8")  # its last query left to do
+    expected, records = todays("sleep_time", V1 / "sleep_time")
+    assert RunDir(run).read_config() == expected and RunDir(run).records() == records[:-1]
+    assert migrate_record({"format": 3, "strategy": "sleep_time", "info": {"sleep_tokens": 5}}, where="x") == {
+        "strategy": "sleep_time", "info": {"sleep_tokens": 5}}  # today's records are read as written
+    spec = config["spec"]
+    with pytest.raises(RunDirError, match=r"differs in params: .*\"rethinks\": 1.* vs now .*\"rethinks\": 10"):
+        ttscale.run(strategy="sleep_time", budget=spec["budget"], task=spec["task"], limit=spec["limit"],
+                    params={**spec["params"], "rethinks": 10}, task_options=spec["task_options"], out=run,
+                    engine=NoGeneration(seed=0))
+    policy = SimulatedArithmeticPolicy(seed=0)
+    done = resume_as_stored(run, policy)  # the spec as stored: it gives no test_time, rethinks nor memory limit
+    assert done.summary["resumed"] is True and done.summary["problems"] == len(lines)
+    assert [(r["n"], r["max_tokens"]) for r in policy.requests] == [(2, 48)]  # one vote of 2, its notes read back
+    last = RunDir(run).records()[-1]
+    assert last["id"] == records[-1]["id"] and len(last["samples"]) == 2
+    assert last["info"]["rethink_passes"] == 1 and last["info"]["sleep_tokens"] == records[-1]["info"]["sleep_tokens"]
 
 
 # -- the sweep fixture ----------------------------------------------------------------------------------------

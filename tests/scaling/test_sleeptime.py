@@ -8,7 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from ttscale.scaling.sleeptime import accuracy_difference, amortised, frontier, grid, paired_saving, tokens_for
+from ttscale.scaling.sleeptime import (
+    TEST_WEIGHT,
+    accuracy_difference,
+    amortised,
+    frontier,
+    grid,
+    paired_saving,
+    tokens_for,
+)
 
 BUDGETS = (50, 100, 200, 400)
 
@@ -85,9 +93,40 @@ def test_frontier_and_amortisation_by_hand() -> None:
     runs = _runs(BASE, SPENT, problems=10, seeds=1, sleep=100, queries=5)
     g = grid(runs)
     assert [t for _, _, t in frontier(g)] == [40.0, 80.0, 160.0, 320.0]
-    rows = amortised(g, queries=[1, 2, 5], budget=50)
+    rows = amortised(g, queries=[1, 2, 5], budget=50, test_weight=1)
     # Two contexts of 100 sleep tokens each: asked once each, 200 / 2 = 100 per query; five times, 200 / 10 = 20.
     assert [(q, c) for q, _, _, c in rows] == [(1, 140.0), (2, 90.0), (5, 60.0)]
+
+
+def test_amortised_cost_weights_a_test_time_token_as_the_paper_does() -> None:
+    # The paper's §5.3: a test-time token costs t = 10 sleep-time tokens. 40 test tokens per query and two contexts
+    # of 100 sleep tokens: 10 × 40 + 200 / 2 = 500 asked once per context, 10 × 40 + 200 / 10 = 420 five times; the
+    # baseline (no sleep tokens) pays 10 × 40 = 400 whatever q is. The default is the paper's t.
+    g = grid(_runs(BASE, SPENT, problems=10, seeds=1, sleep=100, queries=5))
+    assert [(q, c) for q, _, _, c in amortised(g, queries=[1, 2, 5], budget=50)] == [(1, 500.0), (2, 450.0),
+                                                                                      (5, 420.0)]
+    assert TEST_WEIGHT == 10
+    base = grid(_runs(BASE, SPENT, problems=10, seeds=1, sleep=0, queries=5))
+    assert [c for *_, c in amortised(base, queries=[1, 5], budget=50)] == [400.0, 400.0]
+    assert [c for *_, c in amortised(g, queries=[1], budget=50, test_weight=2.5)] == [200.0]
+    with pytest.raises(ValueError, match="test_weight must be > 0, got 0"):
+        amortised(g, queries=[1], budget=50, test_weight=0)
+
+
+def test_pass_at_k_counts_a_query_right_when_any_sample_is() -> None:
+    # The paper's parallel baseline: pass@k needs an oracle, read from the graded samples a pass_at_k run stores.
+    # q1: the vote is wrong but one of two samples right (pass@2 right); q2: none right; q3: the first right.
+    def record(pid: str, correct: bool, samples: list[bool | None]) -> dict[str, object]:
+        return {"id": pid, "correct": correct, "ledger": {"generated_tokens": 20 * len(samples)},
+                "samples": [{"correct": c} for c in samples], "info": {"sleep_tokens": 0, "context_id": pid}}
+
+    runs = {1: [[record("q1", False, [False]), record("q2", False, [False]), record("q3", True, [True])]],
+            2: [[record("q1", False, [False, True]), record("q2", False, [None, False]),
+                 record("q3", True, [True, False])]]}
+    assert [round(a, 3) for _, a, _ in frontier(grid(runs))] == [0.333, 0.333]  # the records' own answers
+    assert [round(a, 3) for _, a, _ in frontier(grid(runs, score="pass@k"))] == [0.333, 0.667]
+    with pytest.raises(ValueError, match="score must be one of answer, pass@k, got 'best'"):
+        grid(runs, score="best")  # type: ignore[arg-type]
 
 
 def test_mismatched_runs_are_refused() -> None:

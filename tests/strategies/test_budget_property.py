@@ -44,8 +44,9 @@ def test_no_strategy_ever_exceeds_its_budget_or_misreports_tokens(
     raw = {"max_tokens": str(max_tokens)} if "max_tokens" in fields else {}
     if "step_tokens" in fields:
         raw["step_tokens"] = str(step_tokens)
-    if "sleep_tokens" in fields:
-        raw["sleep_tokens"] = str(4 * step_tokens)
+    if "sleep_tokens" in fields:  # several rethink passes, and each way of answering (sleep-time compute)
+        raw.update(sleep_tokens=str(4 * step_tokens), rethink_tokens=str(step_tokens),
+                   test_time=("verbosity", "pass_at_k", "vote")[seed % 3])
     sim = SimulatedArithmeticPolicy(seed=seed)
     # Sleep-time compute needs a context per problem: the stateful arithmetic task gives one.
     task = StatefulArithmeticTask(levels=(1, 2), per_level=10, queries=3) if name == "sleep_time" else None

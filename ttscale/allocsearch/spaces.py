@@ -88,7 +88,9 @@ def sleep_time_study(*, total_budget: float = 400, sleep: tuple[int, ...] = (0, 
                                                             f"{max_tokens} tokens each)")),
                   doc=f"sleep-time compute: think about each context once, then answer its {queries} queries",
                   cost_doc=f"budget + sleep_tokens / {queries} tokens per query")
-    return Study(space=space, strategy="sleep_time", fixed={"max_tokens": max_tokens}, budget_dimension="budget")
+    # The test-time budget is a number of votes (`test_time=vote`): the reference's single answer has no budget axis.
+    return Study(space=space, strategy="sleep_time", fixed={"max_tokens": max_tokens, "test_time": "vote"},
+                 budget_dimension="budget")
 
 
 def beam_study(*, total_budget: float = 2048, beams: tuple[int, ...] = (4, 8, 16), steps: tuple[int, ...] = (2, 4, 8),

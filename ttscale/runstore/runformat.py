@@ -12,7 +12,7 @@ reads, or one that is not a whole number, is refused in one line naming the file
 Versions:
 
 1. Every run directory written before versions existed (no `"format"` key; an explicit 1 reads the same).
-   It reads as version 2 with these differences filled in:
+   It reads as version 2 with these differences filled in (and then as version 3, see 2):
    - config.json, `identity.engine` and `spec.engine`: runs made before -1 became `max_model_len`'s default
      stored None (the model's own length, or no start); for a run that started, that is the length -1 picks
      (vLLM's fit lowers the model's own length only when the KV cache cannot hold it), so None reads as -1.
@@ -28,15 +28,24 @@ Versions:
      each such verdict in `info.chains` as `[0.5, chain tokens, verdict tokens, "default"]` and count them in
      `info.verdicts.default`: read as `[None, ..., "unreadable"]` and counted as `unreadable`, as today's GenRM
      writes them (a sweep's replay leaves them out of the mean).
-2. `"format": 2` at the top of config.json and first in every record. It reads as version 3 with these
-   differences filled in (issue 44: two strategies' defaults became their references' rules):
+2. `"format": 2` at the top of config.json and first in every record, written from 2026-11-24 to 2026-11-27. It
+   reads as version 3 with these differences filled in (issue 44: three strategies' defaults became their
+   references' rules):
    - config.json of an `mcts` run: an unset `selection` ran UCT, now `selection=uct` in `spec.params`; its
      `identity.params` gain `c_base` (19652.0, unused by UCT) and, where `c_puct` was unset, `c_puct` None (the
      rule's reference value, 1 for UCT and PUCT: the 1.0 it ran with).
    - config.json of a `generated_tests` run: `select=codet` meant the paper's |set| × |tests|, now `codet_paper`;
      an unset `select` ran `tests_passed`, now stated; `identity.params` gain `tests_per_sample` None and
      `shortlist` 3 (neither read by those rules). results.jsonl: its records' `info.select` likewise.
-3. Today: `"format": 3`.
+   - a `sleep_time` run (config.json `identity.params` and `spec.params`, and its records' `info`) made before
+     sleep-time compute followed its reference: it answered each query by a vote (`test_time` `vote`) from notes
+     made in one pass of at most `sleep_tokens` tokens, with no memory limit. Its params read as
+     `test_time="vote"`, `rethinks=1`, `rethink_tokens=sleep_tokens` (1 when 0), `memory_chars=None` and the
+     `sleep_tokens` it ran with (the spec's too: its default was 256), which is what today's code does with
+     those settings (today's defaults would rethink 10 times and answer once), so `--resume` finds the identity
+     it stored; its records' `info` gains `rethink_passes` (1 when it spent sleep tokens, else 0). Version 1
+     reads so too.
+3. Today: `"format": 3` at the top of config.json and first in every record.
 
 A results.jsonl may hold both: resuming a version-1 run appends version-2 records after the version-1 ones, and
 each line is read by its own version. A resume rewrites config.json (in version 2) only to record its engine.
@@ -107,7 +116,7 @@ def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
     old = found < 2
     out = {k: v for k, v in data.items() if k != KEY}
     if found < 3:
-        out = _defaults_named(out)
+        out = _sleep_time_config(_defaults_named(out))
     made_by_api = isinstance(out.get("command"), list) and out["command"][:1] == ["ttscale.run"]
     for part in ("identity", "spec"):
         section = out.get(part)
@@ -127,6 +136,9 @@ def migrate_record(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
     info = out.get("info")
     if found < 3 and out.get("strategy") == "generated_tests" and isinstance(info, dict):
         out["info"] = {**info, "select": _GENERATED_TESTS_SELECT.get(info.get("select"), info.get("select"))}
+    if found < 3 and out.get("strategy") == "sleep_time" and isinstance(info, dict) and "rethink_passes" not in info:
+        spent = info.get("sleep_tokens")
+        out["info"] = {**info, "rethink_passes": 1 if isinstance(spent, int) and spent > 0 else 0}
     if found >= 2:
         return out
     samples = out.get("samples")
@@ -165,6 +177,26 @@ def _defaults_named(config: dict[str, Any]) -> dict[str, Any]:
         params.setdefault("tests_per_sample", None)
         params.setdefault("shortlist", 3)
     return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
+
+
+SLEEP_TIME_BEFORE_3 = {"test_time": "vote", "verbosity": 0, "rethinks": 1, "memory_chars": None}
+"""A version-2 sleep-time run's params that today's defaults would change (see version 2 in the module doc)."""
+
+
+def _sleep_time_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A config of version < 3: a sleep-time run's params in today's terms (a new dict; others as they are)."""
+    identity, spec = config.get("identity"), config.get("spec")
+    if not isinstance(identity, dict) or identity.get("strategy") != "sleep_time":
+        return config
+    stored = identity.get("params")
+    if not isinstance(stored, dict) or "test_time" in stored:
+        return config
+    sleep = stored.get("sleep_tokens", 256)
+    filled = {**SLEEP_TIME_BEFORE_3, "rethink_tokens": max(1, sleep) if isinstance(sleep, int) else 256}
+    out = {**config, "identity": {**identity, "params": {**stored, **filled}}}
+    if isinstance(spec, dict) and isinstance(spec.get("params"), dict):
+        out["spec"] = {**spec, "params": {"sleep_tokens": sleep, **spec["params"], **filled}}
+    return out
 
 
 def _stamped(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,9 +6,12 @@ test-time tokens saved at equal accuracy (≈5x on Stateful GSM-Symbolic), and t
 queries share one context (their Figure 7: sleep tokens amortised over the queries).
 
 Input: a sweep's `sleep_time` cells, per sleep budget s (s = 0 is the baseline: the raw context) a grid of
-test-time budgets × seeds over the same problems (the largest budget runs; the smaller ones are read from its
-stored pool). The saving is paired: a bootstrap over problems resamples the same problems, every seed of each,
-on both sides.
+test-time settings × seeds over the same problems: the reference's verbosity levels 0-4 (one greedy answer each),
+or test-time budgets (votes, or the k of the pass@k baseline: the largest budget runs, the smaller ones are read
+from its stored pool). The saving is paired: a bootstrap over problems resamples the same problems, every seed of
+each, on both sides. The paper's parallel baseline is pass@k (§5.1, Figures 5-6): a query counts as right when
+any of its k samples is (an oracle), read from the graded samples a `test_time=pass_at_k` run stores
+(`grid(..., score="pass@k")`).
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ttscale.stats.bootstrap import percentile_interval, resample_indices
 
 Records = Sequence[Mapping[str, Any]]
+TEST_WEIGHT = 10.0
+"""t: what a test-time token costs in sleep-time tokens (the paper's §5.3 sets t = 10: latency-optimised inference,
+which test time needs, costs about ten times as much)."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,7 @@ class Grid:
 
     ids: tuple[str, ...]
     budgets: tuple[int, ...]
-    """Test-time budgets (tokens per query), ascending."""
+    """Test-time settings, ascending: budgets (tokens per query) or verbosity levels."""
     correct: np.ndarray
     """(problems, seeds, budgets): 1 where the run's answer was right."""
     tokens: np.ndarray
@@ -41,9 +47,13 @@ class Grid:
     context_ids: tuple[str, ...]
 
 
-def grid(cells: Mapping[int, Sequence[Records]]) -> Grid:
-    """The grid of one sleep budget from its cells: test-time budget → the records of each seed's run (a sweep's
-    cells: the largest budget's pool run, the smaller ones derived from it), the same problems in each."""
+def grid(cells: Mapping[int, Sequence[Records]], *, score: Literal["answer", "pass@k"] = "answer") -> Grid:
+    """The grid of one sleep budget from its cells: test-time setting (a budget or a verbosity level) → the records
+    of each seed's run (a sweep's cells: the largest budget's pool run, the smaller ones derived from it), the same
+    problems in each. `score`: `answer` reads each record's own verdict; `pass@k` counts a query right when any of
+    its stored samples is (the paper's pass@k baseline, with the oracle no run has)."""
+    if score not in ("answer", "pass@k"):
+        raise ValueError(f"score must be one of answer, pass@k, got {score!r}")
     if not cells or any(not runs for runs in cells.values()):
         raise ValueError("a grid needs at least one budget with at least one run")
     budgets = tuple(sorted(cells))
@@ -60,12 +70,18 @@ def grid(cells: Mapping[int, Sequence[Records]]) -> Grid:
         for j, run in enumerate(by_id[b]):
             for i, pid in enumerate(ids):
                 record = run[pid]
-                correct[i, j, c] = float(bool(record.get("correct")))
+                correct[i, j, c] = float(_right(record, score))
                 tokens[i, j, c] = float((record.get("ledger") or {}).get("generated_tokens", 0))
                 sleep[i, j] = float((record.get("info") or {}).get("sleep_tokens", 0))
     first = by_id[budgets[-1]][0]
     contexts = tuple(str((first[pid].get("info") or {}).get("context_id", pid)) for pid in ids)
     return Grid(ids=ids, budgets=budgets, correct=correct, tokens=tokens, sleep_tokens=sleep, context_ids=contexts)
+
+
+def _right(record: Mapping[str, Any], score: str) -> bool:
+    if score == "answer":
+        return bool(record.get("correct"))
+    return any(isinstance(s, Mapping) and s.get("correct") is True for s in record.get("samples") or [])
 
 
 def frontier(g: Grid, rows: np.ndarray | None = None) -> list[tuple[int, float, float]]:
@@ -160,9 +176,14 @@ def accuracy_difference(base: Grid, sleep: Grid, *, budget: int, resamples: int 
     return float(diff.mean()), percentile_interval(draws, confidence=confidence)
 
 
-def amortised(g: Grid, *, queries: Sequence[int], budget: int) -> list[tuple[int, float, float, float]]:
-    """(q, accuracy, test tokens per query, total tokens per query) at test-time `budget` when only the first q
-    queries of each context are asked: the context's sleep tokens are paid once and shared by its q queries."""
+def amortised(g: Grid, *, queries: Sequence[int], budget: int,
+              test_weight: float = TEST_WEIGHT) -> list[tuple[int, float, float, float]]:
+    """(q, accuracy, test tokens per query, cost per query) at test-time setting `budget` when only the first q
+    queries of each context are asked: the context's sleep tokens are paid once and shared by its q queries, and a
+    test-time token costs `test_weight` sleep-time tokens (the paper's t = 10, §5.3), so the cost per query is
+    t × test tokens + sleep tokens / queries, in sleep-time tokens (t = 1: plain tokens per query)."""
+    if not math.isfinite(test_weight) or test_weight <= 0:
+        raise ValueError(f"test_weight must be > 0, got {test_weight!r}")
     index = g.budgets.index(budget)
     order: dict[str, list[int]] = {}
     for row, cid in enumerate(g.context_ids):
@@ -175,6 +196,6 @@ def amortised(g: Grid, *, queries: Sequence[int], budget: int) -> list[tuple[int
         asked = {cid: min(q, len(members)) for cid, members in order.items()}
         sleep_total = sum(g.sleep_tokens[members[0]].mean() for members in order.values())
         test = float(g.tokens[rows, :, index].mean())
-        per_query = test + sleep_total / sum(asked.values())
+        per_query = test_weight * test + sleep_total / sum(asked.values())
         out.append((q, float(g.correct[rows, :, index].mean()), test, float(per_query)))
     return out
