@@ -195,6 +195,7 @@ def test_every_agent_call_is_charged_to_the_search_budget_and_never_passes_it(tm
                               engine=SimulatedArithmeticPolicy(seed=0), out=tmp_path / "a", settings=settings,
                               total_budget=400, agent_tokens=40, agent_budget=100)
     assert 0 < result.agent_tokens <= 2 * 100  # two searches, each within its own 100 tokens
+    assert result.agent_tokens_by == {"agent": result.agent_tokens, "agent_single": 0}
     trials = [json.loads(line) for line in (tmp_path / "a" / "searches" / "agent-s0" / "trials.jsonl").read_text()
               .splitlines()]
     # The simulator writes arithmetic, not JSON: the iterations fall back; once the budget is spent, no call is made.
