@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from ttscale.allocsearch import AgentTTSProposer, Dimension, Space, TrialLog, se
 from ttscale.allocsearch.agenttts import candidates_regex, rule_based_start
 from ttscale.allocsearch.proposers import random_unseen
 from ttscale.allocsearch.search import SearchResult
+from ttscale.schema import Generation, SamplingParams
 from ttscale.testing.allocation import ScriptedGenerator, SimulatedGenRM, genrm_space
 from ttscale.testing.policy import SimulatedArithmeticPolicy
 
@@ -201,3 +203,27 @@ def test_every_agent_call_is_charged_to_the_search_budget_and_never_passes_it(tm
     # The simulator writes arithmetic, not JSON: the iterations fall back; once the budget is spent, no call is made.
     assert len(trials) == 6 and all(t["fallback"] for t in trials[2:])
     assert "the agent's budget is spent" in trials[-1]["reasoning"]
+
+
+class SeedRecording(SimulatedArithmeticPolicy):
+    """The SIMULATED policy, keeping the seed of every agent call (the calls constrained to a reply's shape)."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.agent_seeds: list[int | None] = []
+
+    async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
+        if params.regex:
+            self.agent_seeds.append(seed)
+        return await super().generate(prompt, params, seed=seed)
+
+
+def test_each_search_seed_samples_the_agent_anew(tmp_path: Path) -> None:
+    # Both searches put the same first prompt for candidates (the same rule-based start on the same cells); the
+    # sample is seeded by the search's seed and the prompt, so the seeds are two searches, not one run three times.
+    engine = SeedRecording()
+    settings = {"solutions": (1, 2, 4, 8), "verifications": (1, 2), "max_tokens": 32, "verify_tokens": 16}
+    ttscale.allocate(space="genrm", proposers=("agent",), seeds=(0, 1), trials=3, limit=2, engine=engine,
+                     out=tmp_path / "a", settings=settings, total_budget=400)
+    calls = len(engine.agent_seeds) // 2  # each search asks 1 + retries times, the same prompts
+    assert calls == 3 and engine.agent_seeds[0] != engine.agent_seeds[calls]

@@ -135,9 +135,9 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
 
     def agenttts(seed: int) -> AgentTTSProposer:
         meter = _meter(agent_budget)  # one per search: every call of this seed's search is charged to it
-        return AgentTTSProposer(generate=_agent(engine, spent, 0, agent_tokens, batch, meter, system=SYSTEM),
-                                reflect=_agent(engine, spent, 0, agent_tokens, None, meter, system=SYSTEM),
-                                seed=seed, candidates=candidates)
+        candidates_call = _agent(engine, spent, 0, agent_tokens, batch, meter, system=SYSTEM, salt=seed)
+        insight_call = _agent(engine, spent, 0, agent_tokens, None, meter, system=SYSTEM, salt=seed)  # free text
+        return AgentTTSProposer(generate=candidates_call, reflect=insight_call, seed=seed, candidates=candidates)
 
     makers: dict[str, Callable[[int], Proposer]] = {
         "grid": lambda s: GridProposer(),
@@ -145,7 +145,8 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
         "bayesian": lambda s: BayesianProposer(seed=s),
         "agent": agenttts,
         "agent_single": lambda s: AgentProposer(generate=_agent(engine, spent, 1, agent_tokens, shape,
-                                                                _meter(agent_budget)), seed=s, name="agent_single"),
+                                                                _meter(agent_budget), salt=s),
+                                                seed=s, name="agent_single"),
     }
     table = await compare_proposers(space=study.space, evaluate=evaluate, seeds=seeds, trials=trials,
                                     proposers={n: makers[n] for n in names}, log_dir=out / "searches")
@@ -223,8 +224,9 @@ def _meter(agent_budget: int | None) -> Any:
 
 
 def _agent(engine: Any, spent: list[int], slot: int, max_tokens: int, shape: str | None, meter: Any = None, *,
-           system: str | None = None) -> Callable[[str], Any]:
-    """The agent's `generate`: one chat turn on `engine`, seeded by the prompt (the same history, the same reply),
+           system: str | None = None, salt: int = 0) -> Callable[[str], Any]:
+    """The agent's `generate`: one chat turn on `engine`, seeded by the search's seed (`salt`) and the prompt (the
+    same search and history, the same reply, so a resumed search replays it; another seed, another sample),
     constrained to the reply's JSON shape when `shape` is given (`reply_regex`, `candidates_regex`: allowed values
     per dimension; budget and repeats are still checked when the reply is read). With `meter` (a `Ledger`) each
     call reserves its worst case first, lowered to what is left, and raises `AgentBudgetSpent` when nothing is."""
@@ -233,7 +235,7 @@ def _agent(engine: Any, spent: list[int], slot: int, max_tokens: int, shape: str
     async def generate(prompt: str) -> str:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         ids = engine.chat_prompt(messages)
-        seed = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=4).digest(), "big") % 2**31
+        seed = int.from_bytes(hashlib.blake2b(f"{salt}\n{prompt}".encode(), digest_size=4).digest(), "big") % 2**31
         asked = SamplingParams(n=1, temperature=0.7, max_tokens=max_tokens, regex=shape)
         held = None
         if meter is not None:
