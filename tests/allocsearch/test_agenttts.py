@@ -21,6 +21,7 @@ import ttscale
 from ttscale.allocsearch import AgentTTSProposer, Dimension, Space, TrialLog, search_allocation
 from ttscale.allocsearch.agenttts import candidates_regex, rule_based_start
 from ttscale.allocsearch.proposers import random_unseen
+from ttscale.allocsearch.run import AGENT_TOKENS
 from ttscale.allocsearch.search import SearchResult
 from ttscale.schema import Generation, SamplingParams
 from ttscale.testing.allocation import ScriptedGenerator, SimulatedGenRM, genrm_space
@@ -206,24 +207,25 @@ def test_every_agent_call_is_charged_to_the_search_budget_and_never_passes_it(tm
 
 
 class SeedRecording(SimulatedArithmeticPolicy):
-    """The SIMULATED policy, keeping the seed of every agent call (the calls constrained to a reply's shape)."""
+    """The SIMULATED policy, keeping the prompt and seed of every agent call (those of the agent's token cap)."""
 
     def __init__(self) -> None:
         super().__init__(seed=0)
-        self.agent_seeds: list[int | None] = []
+        self.agent_calls: list[tuple[tuple[int, ...], int | None]] = []
 
     async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        if params.regex:
-            self.agent_seeds.append(seed)
+        if params.max_tokens == AGENT_TOKENS:
+            self.agent_calls.append((tuple(prompt), seed))
         return await super().generate(prompt, params, seed=seed)
 
 
 def test_each_search_seed_samples_the_agent_anew(tmp_path: Path) -> None:
-    # Both searches put the same first prompt for candidates (the same rule-based start on the same cells); the
-    # sample is seeded by the search's seed and the prompt, so the seeds are two searches, not one run three times.
+    # Both searches ask the same first insight prompt (the same rule-based start on the same cells); the sample is
+    # seeded by the search's seed and the prompt, so the seeds are two searches, not one run counted twice.
     engine = SeedRecording()
     settings = {"solutions": (1, 2, 4, 8), "verifications": (1, 2), "max_tokens": 32, "verify_tokens": 16}
     ttscale.allocate(space="genrm", proposers=("agent",), seeds=(0, 1), trials=3, limit=2, engine=engine,
                      out=tmp_path / "a", settings=settings, total_budget=400)
-    calls = len(engine.agent_seeds) // 2  # each search asks 1 + retries times, the same prompts
-    assert calls == 3 and engine.agent_seeds[0] != engine.agent_seeds[calls]
+    calls = len(engine.agent_calls) // 2  # each search: an insight, then 1 + retries calls for candidates
+    (first, seed0), (again, seed1) = engine.agent_calls[0], engine.agent_calls[calls]
+    assert calls == 4 and first == again and seed0 != seed1
