@@ -37,12 +37,15 @@ def test_genrm_search_reads_cells_from_one_pool_and_resumes_without_the_engine(t
     assert any(s.get("derived_from") for s in cells.values())  # read from the stored pool, not generated again
     truth = [json.loads(line) for line in (out / "searches" / "truth" / "trials.jsonl").read_text().splitlines()]
     assert len(truth) == 5 and max(t["accuracy"] for t in truth) == table.optimum.accuracy
-    # The simulator answers arithmetic, not JSON: every agent proposal is invalid, counted, and falls back.
+    # AgentTTS starts from its rule (each stage in turn at the most the budget leaves it: n=4, then
+    # verifications=2), asking nothing; then the simulator answers arithmetic, not JSON: the first iteration's
+    # replies are invalid, counted, and its one candidate falls back.
     agent = next(r for r in table.rows if r.label == "agent")
-    assert agent.invalid > 0 and agent.fallbacks > 0
+    assert agent.invalid > 0 and agent.fallbacks == 2  # one per seed
     agent_trials = [json.loads(line) for line in (out / "searches" / "agent-s0" / "trials.jsonl").read_text()
                     .splitlines()]
-    assert len(agent_trials) == 3 and all(t["fallback"] for t in agent_trials)
+    assert [t["allocation"] for t in agent_trials[:2]] == [{"n": 4, "verifications": 1}, {"n": 1, "verifications": 2}]
+    assert [t["fallback"] for t in agent_trials] == [False, False, True] and agent_trials[2]["invalid_proposals"] == 3
     saved = json.loads((out / "table.json").read_text())
     asked = len(policy.requests)
     again = SimulatedArithmeticPolicy(seed=0)
@@ -107,7 +110,7 @@ def test_beam_space_runs_each_cell_live_once(tmp_path: Path) -> None:
 def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="space must be one of genrm, sleep_time, beam, got 'tree'"):
         ttscale.allocate(space="tree", engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
-    with pytest.raises(ValueError, match="proposers must be among grid, random, bayesian, agent, got oracle"):
+    with pytest.raises(ValueError, match="among grid, random, bayesian, agent, agent_single, got oracle"):
         ttscale.allocate(space="genrm", proposers=("oracle",), engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
     with pytest.raises(ValueError, match="no allocation costs at most the total budget 10"):
         ttscale.allocate(space="genrm", total_budget=10, engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
@@ -125,15 +128,16 @@ def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_agent_on_the_real_embedded_model_proposes_within_the_space(api_engine: Any, tmp_path: Path) -> None:
+def test_the_agents_on_the_real_embedded_model_propose_within_the_space(api_engine: Any, tmp_path: Path) -> None:
     """Real engine (the session's): the 135M model proposes for itself, its generation constrained to the reply's
-    JSON shape (`reply_regex`), so its first reply is read as it is, whatever it reasons; the last allocation is
-    no choice and is taken without asking."""
+    JSON shape (`reply_regex`), so the one-at-a-time agent's first reply is read as it is, whatever it reasons; the
+    last allocation is no choice and is taken without asking. Then AgentTTS's loop runs its first iteration."""
     settings = {"solutions": (1, 2), "verifications": (1,), "max_tokens": 24, "verify_tokens": 8}
-    result = ttscale.allocate(space="genrm", proposers=("agent",), seeds=(0,), trials=2, limit=2, engine=api_engine,
-                              out=tmp_path / "a", settings=settings, total_budget=80, agent_tokens=128)
-    trials = [json.loads(line) for line in (tmp_path / "a" / "searches" / "agent-s0" / "trials.jsonl").read_text()
-              .splitlines()]
+    result = ttscale.allocate(space="genrm", proposers=("agent_single",), seeds=(0,), trials=2, limit=2,
+                              engine=api_engine, out=tmp_path / "a", settings=settings, total_budget=80,
+                              agent_tokens=128)
+    trials = [json.loads(line) for line in (tmp_path / "a" / "searches" / "agent_single-s0" / "trials.jsonl")
+              .read_text().splitlines()]
     assert len(trials) == 2 and result.agent_tokens > 0
     # Both allocations are within the budget: a reply of the constrained shape, uncut (128 tokens hold the longest
     # reasoning the shape allows), is a valid proposal at the first try.
@@ -141,6 +145,15 @@ def test_the_agent_on_the_real_embedded_model_proposes_within_the_space(api_engi
     assert trials[1]["reasoning"] == "the only allocation not yet tried"
     assert {tuple(sorted(t["allocation"].items())) for t in trials} == {(("n", 1), ("verifications", 1)),
                                                                          (("n", 2), ("verifications", 1))}
+    # AgentTTS's loop on the same model: the rule-based start (n=8, then the cheapest point) asks nothing; the
+    # first iteration asks for an insight in free text and for candidates in the constrained list shape.
+    settings = {**settings, "solutions": (1, 2, 4, 8)}
+    loop = ttscale.allocate(space="genrm", proposers=("agent",), seeds=(0,), trials=3, limit=2, engine=api_engine,
+                            out=tmp_path / "b", settings=settings, total_budget=280, agent_tokens=128)
+    steps = [json.loads(line) for line in (tmp_path / "b" / "searches" / "agent-s0" / "trials.jsonl").read_text()
+             .splitlines()]
+    assert [t["allocation"]["n"] for t in steps[:2]] == [8, 1] and loop.agent_tokens > 0
+    assert steps[2]["allocation"]["n"] in (2, 4) and steps[2]["reasoning"].startswith("iteration 1")
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,11 @@
-"""An LLM agent that proposes allocations from the feedback of earlier trials (AgentTTS).
+"""An LLM agent that proposes one allocation per call from the feedback of earlier trials (`agent_single`).
 
 AgentTTS (2025, "AgentTTS: Large Language Model Agent for Test-time Compute-optimal Scaling Strategy in
 Complex Tasks"): the model and budget of each stage of a multi-stage task form a combinatorial space too
 expensive to search exhaustively; an LLM agent that reads the trials so far and proposes the next allocation
-finds compute-optimal ones in fewer trials than grid, random or Bayesian search.
+finds compute-optimal ones in fewer trials than grid, random or Bayesian search. The reference's own loop (a
+rule-based start, insights, batches of candidates) is `ttscale.allocsearch.agenttts`, the `agent` proposer; this
+simpler agent, one allocation per call and no insight step, is `agent_single`.
 
 `AgentProposer` wraps any text generator (`async (prompt) -> reply`). The prompt gives the space (the task,
 each dimension's allowed values, the cost formula and the total budget), the trials so far as a compact table
@@ -30,6 +32,10 @@ from ttscale.allocsearch.trials import Trial, best_of
 
 Generate = Callable[[str], Awaitable[str]]
 """A text generator: the prompt in, the model's reply out."""
+
+
+class AgentBudgetSpent(RuntimeError):
+    """Raised by a `Generate` when the search's budget for the agent has nothing left for another call."""
 
 MAX_STARTS = 1000
 """The most `{` a reply is tried from before it is called malformed (each try may scan the rest of it)."""
@@ -172,7 +178,11 @@ class AgentProposer:
             return Proposal(allocation=last, reasoning="the only allocation not yet tried")
         errors: list[str] = []
         for _ in range(1 + self.retries):
-            reply = await self.generate(build_prompt(space, history, errors))
+            try:
+                reply = await self.generate(build_prompt(space, history, errors))
+            except AgentBudgetSpent:
+                errors.append("the agent's budget is spent")
+                break
             try:
                 allocation, reasoning = parse_reply(reply, space)
             except ValueError as exc:
@@ -189,5 +199,5 @@ class AgentProposer:
                         reasoning=f"random fallback after {len(errors)} rejected replies (last: {errors[-1]})")
 
 
-__all__ = ["AgentProposer", "Generate", "build_prompt", "first_json_object", "json_schema", "parse_reply",
-           "reply_regex"]
+__all__ = ["AgentBudgetSpent", "AgentProposer", "Generate", "build_prompt", "first_json_object", "json_schema",
+           "parse_reply", "reply_regex"]

@@ -7,8 +7,10 @@ The directory it writes (resumable: call again with the same `out`):
   the agent's reasoning per trial;
 - `table.json`: trials to the grid's optimum per proposer, and the best accuracy found after k trials.
 
-The agent proposer asks the run's own engine (the model under study, as AgentTTS's agent is an LLM); its replies
-are validated and a malformed one is counted and retried (ttscale.allocsearch.agent).
+The agent proposers ask the run's own engine (the model under study, as AgentTTS's agent is an LLM): `agent` is
+AgentTTS's loop (ttscale.allocsearch.agenttts: a rule-based start, insights, 10 candidates per iteration),
+`agent_single` the one-allocation-per-call agent (ttscale.allocsearch.agent). Their replies are validated and a
+malformed one is counted and retried; every call is metered, against `agent_budget` tokens per search when given.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import hashlib
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ttscale.allocsearch.agent import AgentProposer, reply_regex
+from ttscale.allocsearch.agenttts import CANDIDATES, SYSTEM, AgentBudgetSpent, AgentTTSProposer, candidates_regex
 from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
@@ -31,8 +34,10 @@ from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
 from ttscale.runstore.names import ENGINE_LOG, folder_entries, refuse_folder
 from ttscale.runstore.runfiles import parse_json, write_atomic
 
-PROPOSERS = ("grid", "random", "bayesian", "agent")
-"""Proposers by name: grid order, uniform random, optuna's TPE, the LLM agent."""
+PROPOSERS = ("grid", "random", "bayesian", "agent", "agent_single")
+"""Proposers by name: grid order, uniform random, optuna's TPE, AgentTTS's agent loop, the one-at-a-time agent."""
+DEFAULT_PROPOSERS = ("grid", "random", "bayesian", "agent")
+"""What a search compares unless told: the baselines and AgentTTS's agent."""
 AGENT_TOKENS = 384
 """Tokens of one agent reply at most (its reasoning and the JSON), unless `agent_tokens` says otherwise."""
 
@@ -44,7 +49,9 @@ class AllocationSearch:
     path: Path
     table: ProposerTable
     agent_tokens: int
-    """Tokens the agent generated for its proposals in this call (the search's own overhead, not the task's)."""
+    """Tokens the agents generated for their proposals in this call (the search's own overhead, not the task's)."""
+    agent_tokens_by: dict[str, int] = field(default_factory=dict)
+    """The same, per agent proposer (`agent`, `agent_single`)."""
 
 
 def make_study(space: str, settings: dict[str, Any]) -> Study:
@@ -63,6 +70,15 @@ def check_proposers(names: Sequence[str]) -> tuple[str, ...]:
     if unknown or not names:
         raise ValueError(f"proposers must be among {', '.join(PROPOSERS)}, got {', '.join(names) or 'none'}")
     return tuple(dict.fromkeys(names))
+
+
+def check_agent(*, agent_tokens: object, agent_budget: object, candidates: object) -> None:
+    """Refuse in one line, before any engine starts, an agent setting the proposers would refuse later."""
+    for name, value in (("agent_tokens", agent_tokens), ("agent_budget", agent_budget), ("candidates", candidates)):
+        if value is None and name == "agent_budget":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number ≥ 1, got {value!r}")
 
 
 def _manifest(*, space: str, settings: dict[str, Any], names: Sequence[str], seeds: Sequence[int], trials: int,
@@ -104,7 +120,8 @@ def _open_search(out: Path, manifest: dict[str, Any]) -> None:
 async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Sequence[str], seeds: Sequence[int],
                          trials: int, task: str, limit: int | None, out: Path, engine: Any, engine_config: Any,
                          task_options: dict[str, Any] | None = None, seed: int = 0,
-                         agent_tokens: int = AGENT_TOKENS) -> AllocationSearch:
+                         agent_tokens: int = AGENT_TOKENS, agent_budget: int | None = None,
+                         candidates: int = CANDIDATES) -> AllocationSearch:
     """Compare `proposers` on the space, each for `trials` trials per search seed, against the full grid."""
     study = make_study(space, settings)
     names = check_proposers(proposers)
@@ -118,24 +135,35 @@ async def run_allocation(*, space: str, settings: dict[str, Any], proposers: Seq
 
     evaluate = SweepEvaluator(study, root=out / "sweep", task=task, limit=limit, seed=seed, engine_for=engine_for,
                               engine_config=engine_config, task_options=task_options)
-    spent = [0]
-    shape = reply_regex(study.space)
+    spent = [0, 0]  # tokens generated by `agent`, by `agent_single`
+    shape, batch = reply_regex(study.space), candidates_regex(study.space, candidates)
+
+    def agenttts(seed: int) -> AgentTTSProposer:
+        meter = _meter(agent_budget)  # one per search: every call of this seed's search is charged to it
+        candidates_call = _agent(engine, spent, 0, agent_tokens, batch, meter, system=SYSTEM, salt=seed)
+        insight_call = _agent(engine, spent, 0, agent_tokens, None, meter, system=SYSTEM, salt=seed)  # free text
+        return AgentTTSProposer(generate=candidates_call, reflect=insight_call, seed=seed, candidates=candidates)
+
     makers: dict[str, Callable[[int], Proposer]] = {
         "grid": lambda s: GridProposer(),
         "random": lambda s: RandomProposer(seed=s),
         "bayesian": lambda s: BayesianProposer(seed=s),
-        "agent": lambda s: AgentProposer(generate=_agent(engine, spent, agent_tokens, shape), seed=s),
+        "agent": agenttts,
+        "agent_single": lambda s: AgentProposer(generate=_agent(engine, spent, 1, agent_tokens, shape,
+                                                                _meter(agent_budget), salt=s),
+                                                seed=s, name="agent_single"),
     }
     table = await compare_proposers(space=study.space, evaluate=evaluate, seeds=seeds, trials=trials,
                                     proposers={n: makers[n] for n in names}, log_dir=out / "searches")
     write_atomic(out / TABLE, (json.dumps(table.to_dict(), indent=2, default=str) + "\n").encode())
-    return AllocationSearch(path=out, table=table, agent_tokens=spent[0])
+    return AllocationSearch(path=out, table=table, agent_tokens=sum(spent),
+                            agent_tokens_by={"agent": spent[0], "agent_single": spent[1]})
 
 
 def allocate(
     *,
     space: str = "genrm",
-    proposers: Sequence[str] = PROPOSERS,
+    proposers: Sequence[str] = DEFAULT_PROPOSERS,
     seeds: Sequence[int] = (0, 1, 2),
     trials: int = 6,
     task: str = "arithmetic",
@@ -149,6 +177,8 @@ def allocate(
     seed: int = 0,
     agent_tokens: int = AGENT_TOKENS,
     verbose: bool = False,
+    agent_budget: int | None = None,
+    candidates: int = CANDIDATES,
 ) -> AllocationSearch:
     """Search `space` (genrm, sleep_time, beam: see ttscale.allocsearch.spaces) with each of `proposers` for
     `trials` trials per search seed, against the full grid's optimum, on `task`'s first `limit` problems.
@@ -157,14 +187,17 @@ def allocate(
     space's other values (solutions=(1, 2, 4), ...). `engine`: a started `ttscale.Engine` to share, an engine
     object (a simulator in tests), or None to start one of `model`. Calling again with the same `out` resumes:
     cells and trials already done are read back. Works inside a running event loop too. `agent_tokens`: tokens
-    of one agent reply at most. An engine the call starts writes its output to `out`'s engine.log (`verbose=True`:
-    to this terminal).
+    of one agent reply at most; `agent_budget`: tokens the agent may generate in one search (every call is charged
+    before it is sent, and a search whose agent has nothing left proposes seeded random points); `candidates`: the
+    `agent`'s candidates per iteration. An engine the call starts writes its output to `out`'s engine.log
+    (`verbose=True`: to this terminal).
     """
     from ttscale.engine.spawn import refuse_in_spawned_bootstrap
     from ttscale.session import call_config, drive, stamp
 
     refuse_in_spawned_bootstrap("ttscale.allocate")
     given = {**(settings or {}), **({"total_budget": total_budget} if total_budget is not None else {})}
+    check_agent(agent_tokens=agent_tokens, agent_budget=agent_budget, candidates=candidates)
     study = make_study(space, given)  # everything refused in one line before any engine starts
     names = check_proposers(proposers)
     config = call_config(engine, model=model, engine_args=None, config=None)
@@ -186,23 +219,48 @@ def allocate(
                 await own.close()
         return await run_allocation(space=space, settings=given, proposers=proposers, seeds=seeds, trials=trials,
                                     task=task, limit=limit, out=root, engine=started, engine_config=config,
-                                    task_options=task_options, seed=seed, agent_tokens=agent_tokens)
+                                    task_options=task_options, seed=seed, agent_tokens=agent_tokens,
+                                    agent_budget=agent_budget, candidates=candidates)
 
     return drive(engine, work)
 
 
-def _agent(engine: Any, spent: list[int], max_tokens: int, shape: str) -> Callable[[str], Any]:
-    """The agent's `generate`: one chat turn on `engine`, seeded by the prompt (the same history, the same reply),
-    constrained to the reply's JSON shape (`reply_regex`: an allowed value per dimension; budget and repeats are
-    still checked when the reply is read)."""
+def _meter(agent_budget: int | None) -> Any:
+    """The ledger of one search's agent calls (None: unbounded, each call still capped at `agent_tokens`)."""
+    if agent_budget is None:
+        return None
+    from ttscale.budget import Budget, Ledger
+
+    return Ledger(Budget(limit=float(agent_budget)))
+
+
+def _agent(engine: Any, spent: list[int], slot: int, max_tokens: int, shape: str | None, meter: Any = None, *,
+           system: str | None = None, salt: int = 0) -> Callable[[str], Any]:
+    """The agent's `generate`: one chat turn on `engine`, seeded by the search's seed (`salt`) and the prompt (the
+    same search and history, the same reply, so a resumed search replays it; another seed, another sample),
+    constrained to the reply's JSON shape when `shape` is given (`reply_regex`, `candidates_regex`: allowed values
+    per dimension; budget and repeats are still checked when the reply is read). With `meter` (a `Ledger`) each
+    call reserves its worst case first, lowered to what is left, and raises `AgentBudgetSpent` when nothing is."""
     from ttscale.schema import SamplingParams
 
     async def generate(prompt: str) -> str:
-        ids = engine.chat_prompt([{"role": "user", "content": prompt}])
-        seed = int.from_bytes(hashlib.blake2b(prompt.encode(), digest_size=4).digest(), "big") % 2**31
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        ids = engine.chat_prompt(messages)
+        seed = int.from_bytes(hashlib.blake2b(f"{salt}\n{prompt}".encode(), digest_size=4).digest(), "big") % 2**31
         asked = SamplingParams(n=1, temperature=0.7, max_tokens=max_tokens, regex=shape)
-        generation = await engine.generate(ids, asked, seed=seed)
-        spent[0] += sum(c.num_tokens for c in generation.completions)
+        held = None
+        if meter is not None:
+            held = meter.reserve(asked, prompt_tokens=len(ids))
+            if held is None:
+                raise AgentBudgetSpent(f"the agent's budget of {meter.budget} per search is spent")
+            asked = held.params
+        generation: Any = None
+        try:
+            generation = await engine.generate(ids, asked, seed=seed)
+        finally:
+            if held is not None:
+                meter.settle(held, generation)
+        spent[slot] += sum(c.num_tokens for c in generation.completions)
         return generation.completions[0].text if generation.completions else ""
 
     return generate

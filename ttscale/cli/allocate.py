@@ -15,7 +15,8 @@ from ttscale.errors import UsageError
 from ttscale.flags import add_task_option_flag, task_options
 
 SPACES = ("genrm", "sleep_time", "beam")  # as ttscale.allocsearch.spaces.STUDIES (not imported: --help stays fast)
-PROPOSERS = ("grid", "random", "bayesian", "agent")
+PROPOSERS = ("grid", "random", "bayesian", "agent", "agent_single")
+DEFAULT_PROPOSERS = PROPOSERS[:4]  # as ttscale.allocsearch.run.DEFAULT_PROPOSERS
 
 
 def register(sub: Any) -> None:
@@ -29,7 +30,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--space", required=True, choices=SPACES)
     p.add_argument("--proposer", action="append", choices=PROPOSERS,
-                   help="a proposer to compare (repeatable; default all four)")
+                   help="a proposer to compare (repeatable; default grid, random, bayesian and agent: AgentTTS's "
+                        "loop; agent_single: one allocation per model call)")
     p.add_argument("--trials", type=int, default=6, help="trials per search (default 6)")
     p.add_argument("--seeds", default="0,1,2", help="search seeds, comma-separated (default 0,1,2)")
     p.add_argument("--total-budget", type=float, help="tokens per problem (sleep_time: per query) every allocation "
@@ -40,6 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--task", default="arithmetic", help="task spec, as for `ttscale run` (default arithmetic)")
     add_task_option_flag(p)
     p.add_argument("--limit", type=int, help="only the first N problems")
+    p.add_argument("--candidates", type=int, default=10, help="the agent's candidates per iteration (default 10)")
+    p.add_argument("--agent-budget", type=int, help="tokens the agent may generate per search (default: no limit "
+                   "beyond each reply's cap)")
     p.add_argument("--model", help="embedded (default), a local HF model folder, or a hub id")
     p.add_argument("--out", help="directory to write (default allocations/<space>-<time>); again to resume")
     p.add_argument("--verbose", action="store_true",
@@ -78,10 +83,11 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"allocate: --limit must be ≥ 1, got {args.limit}")
     try:
-        result = allocate(space=args.space, proposers=args.proposer or PROPOSERS, seeds=seeds, trials=args.trials,
-                          task=args.task, limit=args.limit, total_budget=args.total_budget,
+        result = allocate(space=args.space, proposers=args.proposer or DEFAULT_PROPOSERS, seeds=seeds,
+                          trials=args.trials, task=args.task, limit=args.limit, total_budget=args.total_budget,
                           settings=settings_of(args.setting), out=args.out, model=args.model,
-                          task_options=task_options(args, "allocate") or None, verbose=args.verbose)
+                          task_options=task_options(args, "allocate") or None, candidates=args.candidates,
+                          agent_budget=args.agent_budget, verbose=args.verbose)
     except ValueError as exc:
         raise UsageError(f"allocate: {exc}") from None
     if args.json:
