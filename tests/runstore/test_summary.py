@@ -87,7 +87,7 @@ def _judged_record(i: int, *, samples: int, judged: int) -> dict:
 def test_samples_per_problem_counts_answers_and_the_verifier_is_reported_apart() -> None:
     # Issue 49: best-of-N with verifier=llm_judge printed 14.0 samples / problem for 7 answers and 7 verdicts.
     s = summarize([_judged_record(i, samples=7, judged=7) for i in range(3)], budget=Budget.parse("4k"),
-                  wall_seconds=1.0)
+                  wall_seconds=1.0, cross_check=cross_check)
     assert s["mean_samples"] == 7.0 and s["mean_verifier_samples"] == 7.0 and s["mean_verifier_calls"] == 1.0
     table = format_table(s)
     assert re.search(r"^samples / problem +7\.0$", table, re.M), table
@@ -97,13 +97,14 @@ def test_samples_per_problem_counts_answers_and_the_verifier_is_reported_apart()
 def test_a_ledger_written_before_verifier_samples_keeps_its_one_count() -> None:
     old = _judged_record(0, samples=7, judged=7)
     del old["ledger"]["verifier"]["samples"]  # as written before the verifier's generations were counted apart
-    s = summarize([old], budget=Budget.parse("4k"), wall_seconds=1.0)
+    s = summarize([old], budget=Budget.parse("4k"), wall_seconds=1.0, cross_check=cross_check)
     assert s["mean_samples"] == 14.0 and "mean_verifier_samples" not in s
     assert re.search(r"^verifier / problem +1\.0 requests$", format_table(s), re.M)
 
 
 def test_no_verifier_row_without_verifier_requests() -> None:
-    s = summarize([_judged_record(0, samples=4, judged=0)], budget=Budget.parse("4k"), wall_seconds=1.0)
+    s = summarize([_judged_record(0, samples=4, judged=0)], budget=Budget.parse("4k"), wall_seconds=1.0,
+                  cross_check=cross_check)
     assert s["mean_samples"] == 4.0 and "verifier / problem" not in format_table(s)
 
 
@@ -115,10 +116,11 @@ def test_the_table_shows_sleep_tokens_and_the_total_budget_summary_json_holds() 
         r["ledger"]["sleep_tokens_amortised"] = 32.0 if context == "c1" else 50.0
         r["info"] = {"context_id": context, "sleep_tokens": 64 if context == "c1" else 50}
         records.append(r)
-    s = summarize(records, budget=Budget.parse("256"), wall_seconds=1.0)
+    s = summarize(records, budget=Budget.parse("256"), wall_seconds=1.0, cross_check=cross_check)
     s.update(total_budget="15k", total_spent=118.0)  # as runner.execute adds them under --total-budget
     table = format_table(s)
     assert re.search(r"^sleep tokens +114 over 2 contexts, 38\.0 amortised per query$", table, re.M), table
     assert re.search(r"^total budget +15k, spent 118$", table, re.M), table
     assert "sleep tokens" not in format_table(summarize([record(0, correct=True, tokens=4, level=1)],
-                                                        budget=Budget.parse("256"), wall_seconds=1.0))
+                                                        budget=Budget.parse("256"), wall_seconds=1.0,
+                                                        cross_check=cross_check))
