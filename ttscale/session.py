@@ -76,7 +76,11 @@ class Engine:
 
     def close(self) -> None:
         if self._sync is not None:
-            self._sync.close()
+            from ttscale.logs import capture_output
+
+            # vLLM logs its shutdown (and a forced kill of its engine process) at the level set for the start.
+            with capture_output(self.log_path):
+                self._sync.close()
             self._sync = None
 
 

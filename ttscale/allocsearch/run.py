@@ -216,7 +216,10 @@ def allocate(
             try:
                 return await work(own)
             finally:
-                await own.close()
+                from ttscale.logs import capture_output
+
+                with capture_output(None if verbose else root / ENGINE_LOG):  # vLLM logs its shutdown too
+                    await own.close()
         return await run_allocation(space=space, settings=given, proposers=proposers, seeds=seeds, trials=trials,
                                     task=task, limit=limit, out=root, engine=started, engine_config=config,
                                     task_options=task_options, seed=seed, agent_tokens=agent_tokens,

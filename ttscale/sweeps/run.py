@@ -83,7 +83,11 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
                 await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log, problems=problems)
         finally:
             if own is not None:
-                await own.close()
+                from ttscale.logs import capture_output
+
+                # vLLM logs its shutdown too: into the same log as its start.
+                with capture_output(Path(root) / ENGINE_LOG if spec.server is None and not verbose else None):
+                    await own.close()
 
 
 async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Cell],
