@@ -2,8 +2,8 @@
 
 The switch: `TTSCALE_README_SMALL` (default 1, as `make test` runs it) shrinks what a command runs, never what it
 means: `--limit` (or `--max-problems`) to a few problems (added where a command runs the whole task), repeats,
-trials and held-out pools to a few, the Python block's `limit=` likewise; on the real engine, budgets too (`--budget` 1k, the Python block's a
-quarter). `TTSCALE_README_SMALL=0` runs README as written (hours on a CPU).
+trials and held-out pools to a few, the Python block's `limit=` likewise; on the real engine, budgets too
+(`--budget` 1k, the Python block's a quarter). `TTSCALE_README_SMALL=0` runs README as written (hours on a CPU).
 A command is named `<heading>.<block>-<k>-<words>` (the heading above it, its block's place under the heading, its
 place in the block, its first words), so
 a skip or an expected failure is declared by name, next to why.
