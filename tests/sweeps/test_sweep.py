@@ -294,9 +294,9 @@ def test_an_s_v_sweep_compares_sc_and_genrm_on_ledger_tokens(tmp_path: Path) -> 
     assert "best at matched compute" in format_matched(matched)
 
 
-def test_a_cell_whose_parameters_differ_from_its_source_is_run_not_derived(tmp_path: Path) -> None:
-    # A MATH-style task suggests max_tokens 2048, capped at each budget: the 1024 cell samples with a lower cap
-    # than the 8192 pool, so replaying the pool would hand it samples longer than it may draw.
+def _sweep_a_pool_under_a_lower_cap(tmp_path: Path) -> tuple[SweepSpec, Path, list[str], PoolReplayEngine]:
+    """A MATH-style task's sweep at 1024 and 8192 (max_tokens 2048 capped at each budget), run on a replayed pool:
+    the 1024 cell samples under a lower cap than its 8192 source. Returns the spec, the folder, the log, the engine."""
     data = tmp_path / "math.jsonl"
     data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
     spec = SweepSpec(grid=(GridEntry.parse("self_consistency"),), budgets=("1024", "8192"), task=f"jsonl:{data}",
@@ -306,6 +306,13 @@ def test_a_cell_whose_parameters_differ_from_its_source_is_run_not_derived(tmp_p
     lines: list[str] = []
     engine = PoolReplayEngine([(1500, "The answer is \\boxed{1}.", -0.1)] * 40)
     asyncio.run(run_sweep(spec, root, engine=engine, progress=False, log=lines.append))
+    return spec, root, lines, engine
+
+
+def test_a_cell_whose_parameters_differ_from_its_source_is_run_not_derived(tmp_path: Path) -> None:
+    # A MATH-style task suggests max_tokens 2048, capped at each budget: the 1024 cell samples with a lower cap
+    # than the 8192 pool, so replaying the pool would hand it samples longer than it may draw.
+    spec, root, lines, engine = _sweep_a_pool_under_a_lower_cap(tmp_path)
     low = next(c for c in spec.cells() if c.budget == "1024")
     assert any("cannot be derived (the source ran with other parameters (max_tokens: 2048 vs 1024))" in line
                for line in lines)
@@ -415,15 +422,7 @@ def test_the_table_says_a_cell_that_could_not_be_derived_was_run(tmp_path: Path)
     from ttscale.cli.sweep import _format
     from ttscale.sweeps.outcomes import sweep_table
 
-    data = tmp_path / "math.jsonl"
-    data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")
-    spec = SweepSpec(grid=(GridEntry.parse("self_consistency"),), budgets=("1024", "8192"), task=f"jsonl:{data}",
-                     engine=engine_config(tmp_path))
-    root = tmp_path / "sw"
-    create_sweep(spec, root, command=["test"])
-    lines: list[str] = []
-    engine = PoolReplayEngine([(1500, "The answer is \\boxed{1}.", -0.1)] * 40)
-    asyncio.run(run_sweep(spec, root, engine=engine, progress=False, log=lines.append))
+    _, root, lines, _ = _sweep_a_pool_under_a_lower_cap(tmp_path)
     assert any("cannot be derived" in line for line in lines)
     rows = sweep_table(load_results(root))
     low = next(r for r in rows if r["budget"] == "1024")
