@@ -53,6 +53,10 @@ def stage(into: Path, *, root: Path = ROOT) -> list[str]:
     return packages
 
 
+def _ours(module: str) -> bool:
+    return module == "ttscale" or module.startswith("ttscale.")
+
+
 def main(argv: Sequence[str] | None = None, *, root: Path = ROOT) -> int:
     """lint-imports with `argv` on the package of the checkout at `root`, staged; its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -65,8 +69,9 @@ def main(argv: Sequence[str] | None = None, *, root: Path = ROOT) -> int:
         sys.path.insert(0, tmp)
         cwd = os.getcwd()
         os.chdir(tmp)
-        for name in [m for m in sys.modules if m == "ttscale" or m.startswith("ttscale.")]:
-            del sys.modules[name]
+        # lint-imports finds the package by importing it: the checkout's modules step aside for the stage's, and
+        # come back after (a caller in this process, a test, keeps the module objects it already holds).
+        saved = {name: sys.modules.pop(name) for name in [m for m in sys.modules if _ours(m)]}
         config = str(root / "pyproject.toml")
         # The cache is keyed by file paths, which are new at every call: it would only grow.
         try:
@@ -76,6 +81,9 @@ def main(argv: Sequence[str] | None = None, *, root: Path = ROOT) -> int:
         finally:
             os.chdir(cwd)
             sys.path.remove(tmp)
+            for name in [m for m in sys.modules if _ours(m)]:
+                del sys.modules[name]
+            sys.modules.update(saved)
     return 0
 
 

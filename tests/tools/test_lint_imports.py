@@ -63,8 +63,12 @@ def test_the_contracts_hold_for_the_whole_package() -> None:
 def test_an_upward_import_in_a_mapped_folder_breaks_the_layers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str, source: str, upward: str
 ) -> None:
+    import ttscale.verifiers.embeddings as held
+
     root = copy_checkout(tmp_path / "checkout")
     (root / folder / "upward.py").write_text(f'"""An import that climbs."""\n\n{source}')
     assert load_tool().main(["--no-logo", "--contract", "layers"], root=root) == 1
+    # The process's own modules come back: a later test's `import` gets the objects its module-level names hold.
+    assert sys.modules["ttscale.verifiers.embeddings"] is held
     out = capsys.readouterr().out
     assert f"ttscale.{folder}.upward -> {upward}" in out
