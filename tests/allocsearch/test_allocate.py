@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 import ttscale
+from ttscale.allocsearch.agent import REASONING_CHARS, reply_regex
+from ttscale.allocsearch.run import AGENT_TOKENS
 from ttscale.allocsearch.spaces import beam_study, genrm_study, sleep_time_study
 from ttscale.testing.policy import SimulatedArithmeticPolicy
 
@@ -128,6 +130,19 @@ def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_default_reply_cap_holds_the_longest_reply_the_shape_allows() -> None:
+    # A generated token writes at least one character, so a reply of at most AGENT_TOKENS characters is never cut
+    # before its allocation: the longest reasoning and the longest values of every shipped space fit.
+    import re
+
+    for study in (genrm_study(), beam_study(), sleep_time_study()):
+        space = study.space
+        longest = {d.name: max(d.values, key=lambda v: len(json.dumps(v))) for d in space.dimensions}
+        reply = json.dumps({"reasoning": "x" * REASONING_CHARS, "allocation": longest}, separators=(",", ":"))
+        assert re.fullmatch(reply_regex(space), reply), reply
+        assert len(reply) <= AGENT_TOKENS, (len(reply), AGENT_TOKENS)
+
+
 def test_the_agents_on_the_real_embedded_model_propose_within_the_space(api_engine: Any, tmp_path: Path) -> None:
     """Real engine (the session's): the 135M model proposes for itself, its generation constrained to the reply's
     JSON shape (`reply_regex`), so the one-at-a-time agent's first reply is read as it is, whatever it reasons; the
@@ -135,12 +150,14 @@ def test_the_agents_on_the_real_embedded_model_propose_within_the_space(api_engi
     settings = {"solutions": (1, 2), "verifications": (1,), "max_tokens": 24, "verify_tokens": 8}
     result = ttscale.allocate(space="genrm", proposers=("agent_single",), seeds=(0,), trials=2, limit=2,
                               engine=api_engine, out=tmp_path / "a", settings=settings, total_budget=80,
-                              agent_tokens=128)
+                              agent_tokens=AGENT_TOKENS)
     trials = [json.loads(line) for line in (tmp_path / "a" / "searches" / "agent_single-s0" / "trials.jsonl")
               .read_text().splitlines()]
     assert len(trials) == 2 and result.agent_tokens > 0
-    # Both allocations are within the budget: a reply of the constrained shape, uncut (128 tokens hold the longest
-    # reasoning the shape allows), is a valid proposal at the first try.
+    # Both allocations are within the budget: a reply of the constrained shape, uncut, is a valid proposal at the
+    # first try. The default reply cap holds the longest reply the shape allows (a token writes at least one
+    # character: 300 of reasoning and the JSON around it); 128 did not (the seeded sample of e655594 wrote 300
+    # characters of "{S:14, * 1} ..." in about as many tokens and was cut before its allocation).
     assert not trials[0]["fallback"] and trials[0]["invalid_proposals"] == 0 and trials[0]["reasoning"] is not None
     assert trials[1]["reasoning"] == "the only allocation not yet tried"
     assert {tuple(sorted(t["allocation"].items())) for t in trials} == {(("n", 1), ("verifications", 1)),
