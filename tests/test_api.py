@@ -213,20 +213,20 @@ def test_engine_args_are_routed_into_the_engine_config_and_checked(tmp_path: Pat
     assert shared._sync is None and not (tmp_path / "x").exists()
 
 
-# -- one path: `ttscale run` and `ttscale.run` both build a RunSpec and hand it to ttscale.session.carry_out --------
+# -- one path: `ttscale run` and `ttscale.run` both build a RunSpec and hand it to ttscale.pipeline.carry_out ----
 
 
 def test_the_cli_and_the_api_hand_the_same_spec_to_one_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import ttscale.engine
-    import ttscale.session
+    import ttscale.pipeline
     from ttscale.cli import build_parser, main
     from ttscale.runner import RunSpec
     from ttscale.testing import SimulatedArithmeticPolicy
 
     calls: list[tuple[RunSpec, dict[str, object]]] = []
-    carry_out = ttscale.session.carry_out
+    carry_out = ttscale.pipeline.carry_out
 
     def recorded(spec: RunSpec, **kwargs: object) -> ttscale.Run:
         calls.append((spec, kwargs))
@@ -235,7 +235,7 @@ def test_the_cli_and_the_api_hand_the_same_spec_to_one_path(
     async def simulated(config: object) -> SimulatedArithmeticPolicy:
         return SimulatedArithmeticPolicy(seed=1)
 
-    monkeypatch.setattr(ttscale.session, "carry_out", recorded)
+    monkeypatch.setattr(ttscale.pipeline, "carry_out", recorded)
     monkeypatch.setattr(ttscale.engine, "start_engine", simulated)  # the engine `ttscale run` starts
     cli, api = tmp_path / "cli", tmp_path / "api"
     argv = ["run", "--strategy", "self_consistency", "--budget", "256", "--total-budget", "512", "--task",

@@ -116,9 +116,9 @@ def _simulated_engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _session_engine(monkeypatch: pytest.MonkeyPatch, engine: Any) -> Iterator[None]:
     """Runs, sweeps and compares without an engine of their own run on the session's (already started)."""
     import ttscale
-    import ttscale.session
+    import ttscale.pipeline
 
-    carry_out, sweep, compare = ttscale.session.carry_out, ttscale.sweep, ttscale.compare
+    carry_out, sweep, compare = ttscale.pipeline.carry_out, ttscale.sweep, ttscale.compare
 
     def shared(call: Any) -> Any:
         def with_engine(*args: Any, **kwargs: Any) -> Any:
@@ -132,7 +132,7 @@ def _session_engine(monkeypatch: pytest.MonkeyPatch, engine: Any) -> Iterator[No
         yield engine  # the block's own `with ttscale.Engine(...)`: the session's engine, left running
 
     with monkeypatch.context() as patch:
-        patch.setattr(ttscale.session, "carry_out", shared(carry_out))
+        patch.setattr(ttscale.pipeline, "carry_out", shared(carry_out))
         for name, call in (("run", ttscale.run), ("sweep", sweep), ("compare", compare)):
             patch.setattr(ttscale, name, shared(call))
         patch.setattr(ttscale, "Engine", one_engine)

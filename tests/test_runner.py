@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.runner import RunSpec, execute, prepare
+from ttscale.pipeline import execute
+from ttscale.runner import RunSpec, prepare
 from ttscale.runstore.run_config import check_resume, write_config
 from ttscale.runstore.storage import RESULTS, RunDir, RunDirError
 

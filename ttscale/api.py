@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from ttscale.engine import backend_for
 from ttscale.engine.base import EngineConfig
 from ttscale.engine.spawn import refuse_in_spawned_bootstrap
-from ttscale.session import Engine, Finished, call_config, drive, engine_config, stamp
+from ttscale.pipeline import Finished
+from ttscale.session import Engine, call_config, drive, engine_config, stamp
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,8 +103,8 @@ def run(
     that finished nothing is removed, and an engine that failed to start raises `EngineStartError` naming
     where its log was kept.
     """
+    from ttscale.pipeline import carry_out  # the pipeline `ttscale run` calls too, looked up when called
     from ttscale.runner import RunSpec
-    from ttscale.session import carry_out  # the path `ttscale run` takes too, looked up when called
 
     refuse_in_spawned_bootstrap("ttscale.run")  # before the run's folder is read or locked
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,

@@ -1,8 +1,9 @@
 """The runner: one strategy over many problems, all in flight at once on one engine.
 
 Each problem is a coroutine with its own ledger; the engine batches whatever the coroutines
-have awaited. Results stream to the run directory as problems finish, so an interrupted run
-loses nothing and `resume` redoes only what was unfinished.
+have awaited. Each record is handed back as its problem finishes: `ttscale.pipeline`, the one
+writer of a run's files, appends it durably, so an interrupted run loses nothing and `resume`
+redoes only what was unfinished.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from ttscale.problem_engine import ProblemEngine
 from ttscale.progress import Progress
 from ttscale.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
 from ttscale.runstore.runs import grade_samples
-from ttscale.runstore.storage import STAGES, SUMMARY, GroupCommit, RunDir, StorageError
-from ttscale.runstore.summary import summarize
+from ttscale.runstore.storage import StorageError
 from ttscale.sandbox.sandbox import in_thread
 from ttscale.schema import Answer, Problem, RunRecord
 from ttscale.stages import StageStore
@@ -55,9 +55,9 @@ class Prepared:
     total: Budget | None = None
     """`spec.total_budget` parsed; None without one."""
     pool: Ledger | None = None
-    """The ledger of `total`, made by `run_problems` for the problems it runs; every problem's ledger draws on it."""
+    """The ledger of `total`, made by the pipeline for the problems it runs; every problem's ledger draws on it."""
     stages: StageStore | None = None
-    """The run's shared stages (stages.jsonl), opened by `run_problems`; None = each problem keeps its own."""
+    """The run's shared stages (stages.jsonl), opened by the pipeline; None = each problem keeps its own."""
 
     def ledger(self) -> Ledger:
         """A fresh ledger for one problem, metered in the budget's unit and priced in FLOPs and eFLOPs."""
@@ -163,60 +163,24 @@ def build_meters(budget: Budget, model_path: str, *, hardware: str) -> Meters:
     return Meters(budget=meter, costing=eflop_meter(model_config=config, hardware=hardware))
 
 
-async def execute(
-    prepared: Prepared, engine: EngineClient, run_dir: RunDir, *, progress: bool = True,
-    progress_file: IO[str] | None = None,
-) -> dict[str, Any]:
-    """Run every unfinished problem on `engine`, append its record as it finishes, and write summary.json."""
-    tracker: Progress | None = None
-
-    async def solver(problem: Problem) -> dict[str, Any]:
-        return (await solve(prepared, engine, problem, progress=tracker)).to_json()
-
-    def started(live: Progress) -> None:
-        nonlocal tracker
-        tracker = live
-
-    return await run_problems(
-        prepared,
-        run_dir,
-        solver,
-        concurrency=prepared.spec.concurrency,
-        progress=progress,
-        progress_file=progress_file,
-        on_progress=started,
-    )
-
-
-async def run_problems(
+async def solve_problems(
     prepared: Prepared,
-    run_dir: RunDir,
+    todo: list[Problem],
     solver: Solver,
     *,
+    keep: Callable[[dict[str, Any]], Awaitable[None]],
     concurrency: int,
     progress: bool = True,
     progress_file: IO[str] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
-) -> dict[str, Any]:
-    """Solve the unfinished problems, at most `concurrency` at once; this process alone appends their records.
+) -> dict[str, str]:
+    """Solve `todo`, at most `concurrency` at once, and hand each record to `keep` as it finishes (the pipeline
+    appends it durably: a problem counts as done only once `keep` returns). Returns the problems a passing server
+    fault left unfinished, with the fault. The runner writes no run file: `ttscale.pipeline` does.
 
     `on_progress` receives the live progress tracker, for solvers that report each request to it;
     without one, a problem's tokens are counted when its record comes back.
     """
-    spec = prepared.spec
-    finished = run_dir.finished_ids()
-    todo = [p for p in prepared.problems if p.id not in finished]
-    if prepared.total is not None:
-        # One pool for the problems this call runs; a resumed run's finished problems keep their spend counted,
-        # and so do attempts a server fault cut short: their tokens were generated, and the total is never passed.
-        wanted = {p.id for p in prepared.problems}
-        prepared.pool = Ledger(prepared.total, meter=prepared.meters.budget)
-        prepared.pool.spent = sum(float((r.get("ledger") or {}).get("spent", 0.0))
-                                  for r in run_dir.records() + run_dir.unfinished_attempts() if r.get("id") in wanted)
-        prepared.pool.extra["problems"] = len(todo)  # what an allocator (strategy adaptive) plans for
-    if not (run_dir.path / STAGES).exists():
-        run_dir.claim(STAGES)  # made by this run if a stage is computed: `discard` may remove it
-    prepared.stages = StageStore(run_dir.path / STAGES)
     semaphore = asyncio.Semaphore(concurrency)
     tracker = Progress(
         problems=len(prepared.problems),
@@ -228,10 +192,7 @@ async def run_problems(
     live = on_progress is not None
     if on_progress is not None:
         on_progress(tracker)
-    started = time.perf_counter()
-
     warned = False
-    commit = GroupCommit(run_dir)
     faults: dict[str, str] = {}  # the problems a passing server fault left unfinished, and what it was
 
     async def one(problem: Problem) -> None:
@@ -239,7 +200,7 @@ async def run_problems(
         async with semaphore:
             tracker.problem_started()
             record = await solver(problem)
-        await commit.append(record)  # durable before the problem counts as done
+        await keep(record)  # durable before the problem counts as done
         if record.get("unfinished"):
             faults[problem.id] = str(record.get("error"))
         cut = int((record.get("ledger") or {}).get("cut_samples", 0))
@@ -262,28 +223,23 @@ async def run_problems(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await commit.close()  # lines handed over are written before the directory closes
         tracker.close()
-    wanted = {p.id for p in prepared.problems}
-    records = [r for r in run_dir.records() if r.get("id") in wanted]
-    done = {str(r.get("id")) for r in records}
-    unfinished = {p.id: faults.get(p.id, "not run") for p in prepared.problems if p.id not in done}
-    from ttscale.verifiers import cross_check  # here, not at import: the summary is the only reader
+    return faults
 
-    summary = summarize(records, budget=prepared.budget, wall_seconds=time.perf_counter() - started,
-                        unfinished=unfinished, cross_check=cross_check)
-    summary.update(
-        strategy=prepared.strategy_name,
-        task=spec.task,
-        budget=str(prepared.budget),
-        resumed=len(todo) < len(prepared.problems),
-    )
-    if prepared.total is not None:
-        attempts = [r for r in run_dir.unfinished_attempts() if r.get("id") in wanted]
-        summary.update(total_budget=str(prepared.total),
-                       total_spent=sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in records + attempts))
-    run_dir.write_json(SUMMARY, summary)
-    return summary
+
+def engine_solver(prepared: Prepared, engine: EngineClient) -> tuple[Solver, Callable[[Progress], None]]:
+    """A solver of `prepared`'s problems on `engine` in this process, and the hook that hands it the live progress
+    tracker (it reports each request's tokens as they come)."""
+    tracker: Progress | None = None
+
+    async def solver(problem: Problem) -> dict[str, Any]:
+        return (await solve(prepared, engine, problem, progress=tracker)).to_json()
+
+    def started(live: Progress) -> None:
+        nonlocal tracker
+        tracker = live
+
+    return solver, started
 
 
 async def solve(

@@ -1,7 +1,6 @@
 """What `ttscale.run`, `ttscale.sweep`, `ttscale.compare` and `ttscale.allocate` share below their arguments: the
-shared engine handle (`Engine`), the engine settings a call records (`call_config`), the driver that runs a call's
-coroutine from synchronous code (`drive`), and `carry_out`, the one path of a run that `ttscale.run` and
-`ttscale run` both take once they have a `RunSpec`.
+shared engine handle (`Engine`), the engine settings a call records (`call_config`), and the driver that runs a
+call's coroutine from synchronous code (`drive`). A run itself is carried out by `ttscale.pipeline`.
 """
 
 from __future__ import annotations
@@ -9,20 +8,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ttscale.engine.base import EngineConfig
-from ttscale.runstore.storage import RunDirError
 
 if TYPE_CHECKING:
-    from ttscale.distributed import DistributedConfig
     from ttscale.engine import SyncEngine
     from ttscale.engine.base import EngineClient
-    from ttscale.run_spec import RunSpec
-    from ttscale.runstore.storage import RunDir
 
 T = TypeVar("T")
 
@@ -175,89 +170,4 @@ def stamp() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
-@dataclass(frozen=True)
-class Finished:
-    """A finished (or resumed) run: its directory and summary (`ttscale.Run` adds its records as a DataFrame)."""
-
-    path: Path
-    summary: dict[str, Any]
-
-
-class RunExists(RunDirError):
-    """A new run was asked for (`resume=False`) in a directory that holds one."""
-
-
-def carry_out(
-    spec: RunSpec,
-    *,
-    out: str | Path | None = None,
-    engine: Engine | EngineClient | None = None,
-    resume: bool | None = None,
-    distributed: DistributedConfig | None = None,
-    progress: bool = False,
-    verbose: bool = False,
-    argv: list[str] | None = None,
-    started: Callable[[], None] | None = None,
-) -> Finished:
-    """Run `spec` into `out` (None: `default_out`) and return the run: the one path of `ttscale.run` and `ttscale run`.
-
-    `resume`: None = continue the run `out` holds, if it holds one (`ttscale.run`); False = a new run, refused where
-    `out` holds one; True = continue the run `out` holds (`--resume`). A resumed run takes the parameters it was made
-    with for those `spec` leaves unset, and must otherwise be the run stored (`check_resume`). Every check is made
-    before any engine starts. Then `launch` on `engine` (as `drive` takes it), or on the Ray workers of
-    `distributed`; `started()` is called first inside the running coroutine, on its loop (the CLI installs its signal
-    handlers there). `verbose`: the engine's output goes to this terminal instead of the run's engine.log. `argv`:
-    the command config.json records (None: sys.argv).
-    """
-    from ttscale.launch import launch
-    from ttscale.runner import prepare
-    from ttscale.runstore.run_config import check_resume, default_out
-    from ttscale.runstore.storage import RunDir
-
-    if distributed is not None:
-        if engine is not None:
-            raise ValueError("distributed= starts an engine on each Ray worker; engine= is for a run in this process")
-        if spec.total_budget is not None:
-            raise ValueError("a total budget needs one process (its pool ledger is in memory): drop distributed=")
-        if spec.backend != "vllm":
-            raise ValueError("distributed= starts vLLM engines; it does not apply to a served model (backend "
-                             f"{spec.backend})")
-    run_dir = RunDir(out if out is not None else default_out(spec))
-    resuming = run_dir.has_results() if resume is None else bool(resume)
-    if resuming:
-        spec = _with_stored_params(spec, run_dir)  # reads config.json: a folder that holds no run is refused here
-    elif run_dir.has_results():
-        raise RunExists(f"{str(run_dir.path)!r} already holds a run: continue it with --resume, or pick another --out")
-    else:  # never a run mixed into someone's files (a failed start would then clean up among them)
-        run_dir.check_new()
-    prepared = prepare(spec, task_defaults=not resuming)  # a resumed run never takes today's task defaults
-    if resuming:
-        check_resume(run_dir, prepared)
-
-    async def work(on: EngineClient | None) -> dict[str, Any]:
-        if started is not None:
-            started()
-        return await launch(prepared, run_dir, resuming=resuming, engine=on, distributed=distributed,
-                            progress=progress, log=not verbose, argv=argv)
-
-    return Finished(path=run_dir.path, summary=drive(engine, work))
-
-
-def _with_stored_params(spec: RunSpec, run_dir: RunDir) -> RunSpec:
-    """`spec` with the parameters its stored run was made with (the task defaults of that day included) under the
-    ones it gives, each under its field's own name (an alias given, `width`, replaces the stored `n`)."""
-    from ttscale.params import field_names, params_class
-    from ttscale.strategies import STRATEGIES
-
-    identity = run_dir.read_config().get("identity")
-    stored = identity.get("params") if isinstance(identity, dict) else None  # not a dict: check_resume says so
-    name = STRATEGIES.canonical(spec.strategy, strict=False)
-    if not isinstance(stored, dict) or name is None:  # an unknown strategy: `prepare` says so
-        return spec
-    cls = params_class(STRATEGIES.get(name))
-    settable = {f.name for f in fields(cls) if f.init and not f.name.startswith("_")}  # not derived ones (a digest)
-    given = field_names(cls, spec.params)
-    return replace(spec, params={**{k: v for k, v in stored.items() if k in settable}, **given})
-
-
-__all__ = ["Engine", "Finished", "RunExists", "call_config", "carry_out", "drive", "engine_config", "stamp"]
+__all__ = ["Engine", "call_config", "drive", "engine_config", "stamp"]

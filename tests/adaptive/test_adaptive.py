@@ -16,10 +16,11 @@ from tests.adaptive.sim import SeededSimulator, prepared_for, synthetic_policy
 from ttscale.budget import Budget
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.params import parse_params
+from ttscale.pipeline import execute
 from ttscale.routing.allocation import with_total_budget
 from ttscale.routing.difficulty import ProbeSettings
 from ttscale.routing.policy import Policy
-from ttscale.runner import execute, solve
+from ttscale.runner import solve
 from ttscale.runstore.storage import RunDir
 from ttscale.strategies.adaptive import AdaptiveParams
 
@@ -87,7 +88,7 @@ PROBLEMS = ArithmeticTask(levels=(1, 2, 3, 4, 5), per_level=4).problems()
 def test_a_total_budget_is_never_exceeded(
     total: int, per_problem: int, count: int, concurrency: int, seed: int, routed: bool, p_correct: float
 ) -> None:
-    """On the SIMULATED policy, through the runner's own `execute`: the pool caps the sum over problems."""
+    """On the SIMULATED policy, through the run pipeline's own `execute`: the pool caps the sum over problems."""
     with tempfile.TemporaryDirectory() as tmp:
         params: dict[str, Any] = {"policy": str(synthetic_policy(Path(tmp), probe=PROBE))} if routed else {}
         base = prepared_for("adaptive", per_problem, params=params, problems=PROBLEMS[:count],

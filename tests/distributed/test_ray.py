@@ -15,7 +15,8 @@ import pytest
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.distributed.pool import WorkerPool, _Member
 from ttscale.engine.base import EngineConfig, EngineFatalError
-from ttscale.runner import Prepared, RunSpec, prepare, run_problems, solve
+from ttscale.pipeline import run_problems
+from ttscale.runner import Prepared, RunSpec, prepare, solve
 from ttscale.runstore.storage import RunDir
 from ttscale.schema import Problem
 

@@ -321,8 +321,8 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     from tests.adaptive.sim import SeededSimulator, prepared_for
     from ttscale.budget import Budget
     from ttscale.evals.arithmetic import ArithmeticTask
+    from ttscale.pipeline import execute
     from ttscale.routing.allocation import with_total_budget
-    from ttscale.runner import execute
 
     problems = ArithmeticTask(levels=(1,), per_level=3).problems()
     base = prepared_for("self_consistency", 200, params={"n": "2", "max_tokens": "32"}, problems=problems)

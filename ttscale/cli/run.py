@@ -11,11 +11,11 @@ from typing import Any
 from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineFatalError
 from ttscale.errors import Stopped, UsageError
+from ttscale.pipeline import RunExists
 from ttscale.registry import UnknownNameError
 from ttscale.runner import RunSpec
 from ttscale.runstore.run_config import default_out
-from ttscale.runstore.storage import CONFIG, ENGINE_LOG, RunDir, StorageError
-from ttscale.session import RunExists
+from ttscale.runstore.storage import ENGINE_LOG, RunDir, StorageError
 from ttscale.signals import StopSignals
 
 #: Ray settings (DistributedConfig fields besides workers and address).
@@ -52,10 +52,11 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
         from ttscale.cli.config import apply_config_file
 
         apply_config_file(args)
+    from ttscale.pipeline import stored_spec
+
     base = None
     if args.resume:
-        stored = RunDir(args.resume)
-        base = RunSpec.from_stored(stored.read_config().get("spec") or {}, where=stored.path / CONFIG)
+        base = stored_spec(args.resume)
     elif not args.strategy:
         raise UsageError("run: --strategy is required (see `ttscale list`), or --resume DIR")
     spec = RunSpec.from_cli_args(args, base=base)  # the flags given, on the stored spec when resuming
@@ -66,9 +67,10 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Flags → RunSpec → `carry_out`, the path `ttscale.run` takes; its errors as one line, its stop as a signal's."""
+    """Flags → RunSpec → the run pipeline (`ttscale.pipeline.carry_out`, which `ttscale.run` calls too); its errors
+    as one line, its stop as a signal's."""
+    from ttscale.pipeline import carry_out  # looked up when called
     from ttscale.runstore.summary import format_table
-    from ttscale.session import carry_out  # the path `ttscale.run` takes too, looked up when called
 
     stop = StopSignals()
     launched = False

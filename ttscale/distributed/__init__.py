@@ -1,7 +1,8 @@
 """Scale-out on Ray: one engine per Ray actor, problems spread over the actors, results back to the driver.
 
-The driver (the `ttscale run` process) keeps the run directory: it hands problems to workers,
-appends each record as it comes back, and is the only writer of the run files. A worker is a Ray
+The driver (the `ttscale run` process) keeps the run directory: its run pipeline (`ttscale.pipeline`) hands
+problems to the workers of a `pool.WorkerPool`, appends each record as it comes back, and is the only writer
+of the run files. A worker is a Ray
 actor that owns one engine (one GPU on GPU machines, `cpus_per_worker` CPUs here) and solves a
 problem exactly as a one-engine run does (`ttscale.runner.solve`, per-request seeds included), so
 the results do not depend on the number of workers. A worker that dies is restarted by Ray; the
@@ -15,11 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ttscale.runner import Prepared
-    from ttscale.runstore.storage import RunDir
 
 
 class DistributedError(RuntimeError):
@@ -64,25 +60,4 @@ class DistributedConfig:
             raise ValueError(f"start_timeout must be > 0 seconds, got {self.start_timeout!r}")
 
 
-async def run_distributed(
-    prepared: Prepared,
-    run_dir: RunDir,
-    config: DistributedConfig,
-    *,
-    progress: bool = True,
-    progress_file: IO[str] | None = None,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run the unfinished problems of `prepared` on a pool of Ray workers; returns the summary and the
-    workers' engine descriptions. The caller holds `run_dir` open for writing."""
-    from ttscale.distributed.pool import WorkerPool
-    from ttscale.runner import run_problems
-
-    async with WorkerPool(prepared=prepared, config=config) as pool:
-        summary = await run_problems(
-            prepared, run_dir, pool.solve, concurrency=pool.capacity, progress=progress, progress_file=progress_file
-        )
-        summary["workers"] = pool.stats()
-        return summary, pool.engines
-
-
-__all__ = ["DistributedConfig", "DistributedError", "run_distributed"]
+__all__ = ["DistributedConfig", "DistributedError"]

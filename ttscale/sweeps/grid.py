@@ -12,8 +12,6 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -25,11 +23,10 @@ from ttscale.engine.base import EngineConfig
 from ttscale.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
 from ttscale.run_spec import stored_server
-from ttscale.runner import Prepared, RunSpec
+from ttscale.runner import RunSpec
 from ttscale.runstore.names import SWEEP
-from ttscale.runstore.run_config import check_resume, write_config
 from ttscale.runstore.runfiles import parse_json
-from ttscale.runstore.storage import CONFIG, RunDir
+from ttscale.runstore.storage import RunDir
 from ttscale.strategies import STRATEGIES
 
 #: Run seed of the held-out difficulty pool: requests are seeded by it, so it shares no sample with any candidate cell.
@@ -231,17 +228,3 @@ def load_spec(root: str | Path) -> SweepSpec:
 def cell_dir(root: str | Path, cell: Cell) -> RunDir:
     return RunDir(Path(root) / "cells" / cell.id)
 
-
-@contextmanager
-def writing_cell(run_dir: RunDir, prepared: Prepared, engine: dict[str, Any] | None, *,
-                 argv: list[str] | None = None) -> Iterator[None]:
-    """A cell's directory open for writing as a run opens it: one holding results must be the same run (resumed),
-    else it must be new; config.json (with `engine`'s description) is written once."""
-    if run_dir.has_results():
-        check_resume(run_dir, prepared)
-    else:
-        run_dir.check_new()
-    with run_dir.open_for_writing():
-        if not (run_dir.path / CONFIG).is_file():
-            write_config(run_dir, prepared, engine, argv=argv)
-        yield

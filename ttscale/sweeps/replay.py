@@ -16,12 +16,13 @@ from typing import Any
 
 from ttscale.capabilities import Stored, capabilities
 from ttscale.engine.base import context_length
+from ttscale.pipeline import writing_cell
 from ttscale.runner import Prepared
 from ttscale.runstore.storage import SUMMARY, RunDir
 from ttscale.runstore.summary import summarize
 from ttscale.schema import Problem, RunRecord, Sample
 from ttscale.strategies import STRATEGIES
-from ttscale.sweeps.grid import Cell, writing_cell
+from ttscale.sweeps.grid import Cell
 from ttscale.verifiers import cross_check
 
 

@@ -9,12 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ttscale.engine.base import EngineClient
-from ttscale.runner import Prepared, execute, prepare
+from ttscale.pipeline import run_cell as run_into
+from ttscale.runner import Prepared, prepare
 from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.run_config import redact_argv
 from ttscale.runstore.storage import CONFIG, ENGINE_LOG, SUMMARY, RunDir
 from ttscale.schema import Problem
-from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir, writing_cell
+from ttscale.sweeps.grid import SWEEP, Cell, SweepSpec, cell_dir
 from ttscale.sweeps.holdout import holdout_cells
 from ttscale.sweeps.replay import derive_cell
 from ttscale.version import __version__
@@ -111,7 +112,7 @@ async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Ce
         if cell.source:
             log(f"sweep: {cell.id} cannot be derived ({why}); running it")
         log(f"sweep: running {cell.id}")
-        await _run_cell(prepared, run_dir, await engine_for(), progress=progress)
+        await run_into(prepared, run_dir, await engine_for(), progress=progress)  # the run pipeline's cell path
     else:
         log(f"sweep: derived {cell.id} from {cell.source}")
     return run_dir.path
@@ -120,7 +121,3 @@ async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Ce
 def _source(cells: list[Cell], cell: Cell) -> Cell:
     return next(c for c in cells if c.id == cell.source)
 
-
-async def _run_cell(prepared: Prepared, run_dir: RunDir, engine: EngineClient, *, progress: bool) -> None:
-    with writing_cell(run_dir, prepared, engine.describe()):
-        await execute(prepared, engine, run_dir, progress=progress)
