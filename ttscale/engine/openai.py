@@ -9,17 +9,16 @@ string `text` or with unreadable fields, a body past `_MAX_BODY`) is retried the
 passing fault looks like that. The API key is read from an environment variable and goes only into the
 Authorization header: never into `describe()`, run files, logs or error messages. A query string in the
 base URL is sent with every request; run files show each of its values as `***` unless its name is known
-to be harmless (`api-version`).
+to be harmless (`api-version`). Which answers are retried, fatal or transient (`is_transient`), and how a body
+is read as choices, is `ttscale.engine.openai_faults`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
-import random
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,49 +28,27 @@ from ttscale.confidence import token_confidence
 from ttscale.engine.backend import Backend
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
 from ttscale.engine.openai_config import MASK, OpenAIConfig, redact_url, server_from_flags
+from ttscale.engine.openai_faults import (
+    FATAL_STATUS,
+    Garbled,
+    MalformedAnswerError,
+    RequestError,
+    backoff,
+    choices,
+    declared_size,
+    decode,
+    error_message,
+    is_transient,
+    retried,
+    retry_after_seconds,
+)
 from ttscale.messages import one_line
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
-_RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
-_FATAL_STATUS = frozenset({401, 402, 403, 404})  # every later request would get the same answer
 _MAX_BODY = 64 * 1024 * 1024  # a completion body larger than this is not a completion
 _MAX_ERROR_BODY = 64 * 1024  # an error body is read for its message only
 _FINISH: dict[Any, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
 T = TypeVar("T")
-
-
-class RequestError(RuntimeError):
-    """One request the server refused or answered with nonsense; recorded against its problem."""
-
-
-class MalformedAnswerError(RequestError):
-    """Every try was answered 200 with no usable answer (not JSON, no or too few choices, a malformed choice, too
-    large a body).
-
-    Transient, not the problem's fault: the runner records the problem as unfinished, and `--resume` runs it again.
-    """
-
-
-class _Garbled(Exception):
-    """A 200 that is no answer (one try): retried like a 5xx."""
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether `exc` is, or came from, a `MalformedAnswerError` (raised from it, or in an exception group)."""
-    seen: set[int] = set()
-    stack = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, MalformedAnswerError):
-            return True
-        stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-        inner = getattr(current, "exceptions", None)  # BaseExceptionGroup (Python 3.11+)
-        if isinstance(inner, tuple):
-            stack.extend(e for e in inner if isinstance(e, BaseException))
-    return False
 
 
 class OpenAIEngine(HFTokenizerMixin):
@@ -151,14 +128,14 @@ class OpenAIEngine(HFTokenizerMixin):
             body["structured_outputs"] = {"regex": params.regex}
 
         def parse(data: Any) -> Generation:
-            choices = _choices(data, params.n)
+            chosen = choices(data, params.n)
             try:
-                return self._generation(data, choices, prompt, params)
+                return self._generation(data, chosen, prompt, params)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 # A choice without its text (or with a number for it) is no answer either: a proxy that rewrote
                 # the body or a server's passing fault looks like that, so it is retried like every other one;
                 # recorded as the problem's error, it would count as finished and `--resume` would never redo it.
-                raise _Garbled(f"with a malformed choice ({one_line(exc)[:200]})") from None
+                raise Garbled(f"with a malformed choice ({one_line(exc)[:200]})") from None
 
         return await self._request("POST", "/completions", body, parse)
 
@@ -202,7 +179,7 @@ class OpenAIEngine(HFTokenizerMixin):
     async def _request(
         self, method: str, path: str, body: dict[str, Any] | None, parse: Callable[[Any], T] = lambda data: data
     ) -> T:
-        """The parsed answer to one request, tried up to 1 + max_retries times. `parse` raises `_Garbled` for a
+        """The parsed answer to one request, tried up to 1 + max_retries times. `parse` raises `Garbled` for a
         200 that is no answer (retried); it sees the decoded JSON."""
         import httpx
 
@@ -225,33 +202,27 @@ class OpenAIEngine(HFTokenizerMixin):
                 else:
                     if status < 400:
                         try:
-                            return parse(_decode(raw))
-                        except _Garbled as exc:
+                            return parse(decode(raw, limit=_MAX_BODY))
+                        except Garbled as exc:
                             last, garbled = f"{status} {reason} {exc}", True
                     else:
-                        message = self._scrub(_error_message(raw or b""))
-                        if status in _RETRY_STATUS or status >= 500:
+                        message = self._scrub(error_message(raw or b""))
+                        if retried(status):
                             last = f"{status} {reason}: {message}"
-                            retry_after = _retry_after(headers.get("retry-after"))
-                        elif status in _FATAL_STATUS:
+                            retry_after = retry_after_seconds(headers.get("retry-after"))
+                        elif status in FATAL_STATUS:
                             raise EngineFatalError(f"{where} answered {status} {reason}: {message}")
                         else:
                             raise RequestError(f"{where} answered {status} {reason}: {message}")
             if attempt == self.config.max_retries:
                 break
             self.retries += 1
-            await asyncio.sleep(self._delay(attempt, retry_after))  # outside the semaphore: sleeping holds no slot
+            await asyncio.sleep(backoff(attempt, retry_after, base=self.config.backoff_base,
+                                          cap=self.config.backoff_cap))  # outside the semaphore: sleeping holds no slot
         tries = self.config.max_retries + 1
         if garbled:  # the server is up and answering: this problem waits for --resume, the run goes on
             raise MalformedAnswerError(f"{where} sent no usable answer {tries} time{'s' * (tries > 1)}; last: {last}")
         raise EngineFatalError(f"{where} failed {tries} time{'s' * (tries > 1)} in a row; last: {last}")
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        delay = min(self.config.backoff_cap, self.config.backoff_base * 2**attempt)
-        delay *= random.uniform(0.5, 1.0)  # jitter: many problems retrying at once must not stampede
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.config.backoff_cap))
-        return delay
 
     async def _exchange(self, method: str, url: str, body: dict[str, Any] | None) -> tuple[int, str, Any, bytes | None]:
         """Status, reason, headers and body, read as a stream and bounded: a success body that passes `_MAX_BODY`
@@ -260,7 +231,7 @@ class OpenAIEngine(HFTokenizerMixin):
         async with self._client.stream(method, url, json=body) as response:
             status, reason, headers = response.status_code, response.reason_phrase, response.headers
             limit = _MAX_BODY if status < 400 else _MAX_ERROR_BODY
-            if status < 400 and _declared_size(headers) > limit:
+            if status < 400 and declared_size(headers) > limit:
                 return status, reason, headers, None
             chunks: list[bytes] = []
             size = 0
@@ -333,52 +304,6 @@ class OpenAIEngine(HFTokenizerMixin):
             finish_reason=_FINISH.get(choice.get("finish_reason"), "stop"),
             confidences=confidences,
         )
-
-
-def _decode(raw: bytes | None) -> Any:
-    if raw is None:
-        raise _Garbled(f"with more than {_MAX_BODY:,} bytes, more than any answer")
-    # Invalid UTF-8 in a model's text is the server's fault, not the run's: keep what can be read.
-    try:
-        return json.loads(raw.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError) as exc:
-        raise _Garbled(f"that is not JSON ({one_line(exc)[:200]})") from None
-
-
-def _choices(data: Any, n: int) -> list[dict[str, Any]]:
-    """The `n` choices of a completion answer; `_Garbled` when it holds no such list (a proxy's page, a cut body)."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-        raise _Garbled(f"with no list of choices (a JSON {type(data).__name__})")
-    if len(choices) != n:
-        raise _Garbled(f"with {len(choices)} choices where {n} were asked")
-    return choices
-
-
-def _declared_size(headers: Any) -> int:
-    try:
-        return int(headers.get("content-length") or 0)
-    except ValueError:
-        return 0  # an unreadable length: the streamed count bounds the body
-
-
-def _error_message(raw: bytes) -> str:
-    """The `error.message` of an OpenAI-style error body, else the start of the body."""
-    try:
-        data = json.loads(raw[:65536].decode("utf-8", errors="replace"))
-        error = data.get("error", data) if isinstance(data, dict) else data
-        message = error.get("message", error) if isinstance(error, dict) else error
-        return one_line(message)[:300]
-    except (ValueError, RecursionError):
-        return one_line(raw[:300].decode("utf-8", errors="replace")) or "(no message)"
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: the exponential backoff is a fine substitute
-    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
 class OpenAIBackend(Backend):
