@@ -7,6 +7,8 @@ and the CLI's modules import them from here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from typing import Any
 
 from ttscale.engine.args import chat_template_kwargs
@@ -95,6 +97,64 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
                    "query string is sent; run files show key/token/sig/password/secret values in it as ***)")
     for flag, (kind, text) in SERVER_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=text)
+    for name in names:
+        _add_option_flags(p, name, ENGINES.get(name))
+
+
+#: The argparse dest of a generated backend option flag: `backend_option:NAME:FIELD` (no flag of its own has one).
+_OPTION = "backend_option"
+
+
+def _add_option_flags(p: argparse.ArgumentParser, name: str, backend: Any) -> None:
+    """One flag per field of a backend's config class, `--NAME-FIELD`, its docstring as help: as `RunSpec` owns its
+    flags, a backend's options are declared once, by its class (`Backend.own_flags`: it declares its own)."""
+    from ttscale.params import describe_params
+
+    if backend.own_flags or backend.config is None or not dataclasses.is_dataclass(backend.config):
+        return
+    group = p.add_argument_group(f"--backend {name}")
+    for option in describe_params(backend.config):
+        flag = f"--{name}-{option.name}".replace("_", "-")
+        default = "" if option.default is dataclasses.MISSING else f" (default {option.default!r})"
+        text = f"--backend {name}: {option.doc or option.name}{default}".replace("%", "%%")
+        dest = f"{_OPTION}:{name}:{option.name}"
+        if _plain(option.type) == "bool":
+            group.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            group.add_argument(flag, dest=dest, type=_option_type(option.type), metavar=option.name.upper(),
+                               help=text)
+
+
+def _plain(annotation: str) -> str:
+    """`int | None` -> `int`: the type a flag's value is read as (None is the flag left out)."""
+    kinds = [k.strip() for k in annotation.split("|") if k.strip() not in ("None", "")]
+    return kinds[0] if len(kinds) == 1 else annotation
+
+
+def _option_type(annotation: str) -> Any:
+    """How a generated flag reads its value: int, float and str by name; anything else as JSON (else as text)."""
+    readers: dict[str, Any] = {"int": int, "float": float, "str": str}
+    return readers.get(_plain(annotation), _json_or_text)
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def backend_options(args: argparse.Namespace, backend: str, command: str) -> dict[str, Any]:
+    """The options of `backend` given as its generated flags (field -> value); another backend's refused in one line."""
+    given: dict[str, Any] = {}
+    for key, value in vars(args).items():
+        if not key.startswith(f"{_OPTION}:") or value is None:
+            continue
+        _, owner, option = key.split(":", 2)
+        if owner != backend:
+            raise UsageError(f"{command}: --{owner}-{option}".replace("_", "-") + f" applies to --backend {owner} only")
+        given[option] = value
+    return given
 
 
 def server_settings(args: argparse.Namespace, stored: Any, command: str) -> Any:
@@ -112,5 +172,5 @@ def vllm_only(args: argparse.Namespace, command: str) -> None:
 
 
 __all__ = ["ENGINE_FLAGS", "ENGINE_SWITCHES", "SERVER_FLAGS", "add_backend_flags", "add_engine_flags",
-           "add_task_option_flag", "chat_template_kwargs", "engine_settings", "positive_int", "server_settings",
-           "task_options", "vllm_only"]
+           "add_task_option_flag", "backend_options", "chat_template_kwargs", "engine_settings", "positive_int",
+           "server_settings", "task_options", "vllm_only"]

@@ -18,6 +18,7 @@ from ttscale.flags import (
     add_data_dir_flag,
     add_engine_flags,
     add_task_option_flag,
+    backend_options,
     engine_settings,
     positive_int,
     task_options,
@@ -163,6 +164,7 @@ def _with_flags(spec: RunSpec, args: argparse.Namespace, *, new: bool) -> RunSpe
         served = ENGINES.get(backend).config is not None  # options of its own: not the in-process engine
     except KeyError as exc:  # a stored run of a plugin's backend that is not installed here
         raise UsageError(f"run: {exc}") from None
+    args = argparse.Namespace(**vars(args), backend_options=backend_options(args, backend, "run"))
     engine_changes = engine_settings(args, "run")
     if served and "engine_args" in engine_changes:
         raise UsageError(f"run: --engine-arg applies to --backend vllm; a served model is configured where it is "

@@ -95,18 +95,50 @@ def test_ttscale_run_takes_a_registered_backend_by_name_and_resumes_on_it(
     assert len((out / "results.jsonl").read_text().splitlines()) == 4
 
 
+def test_a_registered_backends_options_are_flags_generated_from_its_config_class(
+    toy: type, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--backend toy` takes ToyConfig's fields as `--toy-FIELD` flags (its docstrings as help), read into its config
+    on a new run and on top of the stored one on resume; a value the flag cannot read, or another backend's flag, is
+    one line and exit 2."""
+    from ttscale.cli import build_parser
+
+    shown = build_parser().parse_args  # the parser of today's registry, the toy backend included
+    with pytest.raises(SystemExit):
+        shown(["run", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "--toy-seed SEED" in helped and "--backend toy: The simulated policy's seed. (default 0)" in helped
+    assert "--toy-flaky, --no-toy-flaky" in helped and "Every request fails with a Hiccup." in helped
+    out = tmp_path / "run"
+    argv = ["run", "--backend", "toy", "--toy-seed", "7", "--toy-flaky", "--strategy", "self_consistency", "--budget",
+            "256", "--task", "arithmetic", "--limit", "2", "--param", "max_tokens=48", "--out", str(out), "--json"]
+    assert main(argv) == 1, capsys.readouterr().err  # every problem unfinished: the toy server hiccuped
+    assert toy.started == [toy.config(seed=7, flaky=True)]  # type: ignore[attr-defined]
+    assert json.loads((out / "config.json").read_text())["spec"]["server"] == {"seed": 7, "flaky": True}
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--no-toy-flaky", "--json"]) == 0, capsys.readouterr().err
+    assert toy.started[-1] == toy.config(seed=7, flaky=False)  # type: ignore[attr-defined]
+    assert json.loads(capsys.readouterr().out)["problems"] == 2
+    for wrong, said in ((["--backend", "toy", "--toy-seed", "x"], "argument --toy-seed: invalid int value: 'x'"),
+                        (["--toy-seed", "3"], "run: --toy-seed applies to --backend toy only")):
+        assert main(["run", "--strategy", "sc", "--out", str(tmp_path / "never"), *wrong]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err
+    assert not (tmp_path / "never").exists()
+
+
 def test_ttscale_sweep_runs_its_cells_on_a_registered_backend(
     toy: type, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "sweep"
-    argv = ["sweep", "--backend", "toy", "--strategy", "best_of_n n=1|2", "--budgets", "96", "--limit", "3",
-            "--task", "arithmetic", "--out", str(out)]
+    argv = ["sweep", "--backend", "toy", "--toy-seed", "4", "--strategy", "best_of_n n=1|2", "--budgets", "96",
+            "--limit", "3", "--task", "arithmetic", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err
     cells = sorted((out / "cells").iterdir())
     assert len(cells) == 2
     for cell in cells:
         spec = json.loads((cell / "config.json").read_text())["spec"]
-        assert spec["backend"] == "toy" and spec["server"]["seed"] == 0
+        assert spec["backend"] == "toy" and spec["server"]["seed"] == 4  # --toy-seed, the option's generated flag
         assert len((cell / "results.jsonl").read_text().splitlines()) == 3
     assert json.loads((out / "sweep.json").read_text())["spec"]["backend"] == "toy"
 

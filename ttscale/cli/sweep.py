@@ -25,6 +25,7 @@ from ttscale.flags import (
     add_data_dir_flag,
     add_engine_flags,
     add_task_option_flag,
+    backend_options,
     engine_settings,
     task_options,
     vllm_only,
@@ -229,6 +230,7 @@ def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
                          "another --out")
     engine = engine_settings(args, "sweep")
     backend = ENGINES.get(args.backend or "vllm")
+    args = argparse.Namespace(**vars(args), backend_options=backend_options(args, args.backend or "vllm", "sweep"))
     if backend.config is not None:  # options of its own (a served model's): not the in-process engine
         if "engine_args" in engine:
             raise UsageError("sweep: --engine-arg applies to --backend vllm; a served model is configured where it "

@@ -5,7 +5,9 @@
 `ttscale run --backend` and `ttscale sweep --backend` offer the registered names, a sweep's cells carry the name, and
 `start_engine` starts whichever backend's `config` class a config is an instance of. Its options are the fields of
 its own config class (a dataclass: stored in config.json as the run spec's `server`, read back by `from_stored`); an
-instance is passed as `server=` to `ttscale.run` and `ttscale.sweep`, or made from the flags (`from_flags`). Whether
+instance is passed as `server=` to `ttscale.run` and `ttscale.sweep`, or made from the flags (`from_flags`): unless
+the backend declares flags of its own (`own_flags`), `ttscale run` and `ttscale sweep` offer one flag per field,
+`--NAME-FIELD` (`--toy-seed 3`), its docstring as help (`ttscale.flags.add_backend_flags`). Whether
 a failure is a passing fault of the backend (the problem is recorded `unfinished`, and `--resume` runs it again) is
 the backend's own call (`is_transient`), so the runner names no backend.
 """
@@ -13,6 +15,7 @@ the backend's own call (`is_transient`), so the runner names no backend.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -25,6 +28,10 @@ class Backend:
     config: ClassVar[type | None] = None
     """Its options' class (a dataclass whose fields have defaults or come from `from_flags`). None: the in-process
     vLLM engine, whose options are the run's `EngineConfig` (`RunSpec.engine`, the engine flags)."""
+
+    own_flags: ClassVar[bool] = False
+    """True: it declares its flags itself (the openai backend's --base-url, ...) and reads them in `from_flags`.
+    False: the command line offers one flag per field of `config`, generated, which the default `from_flags` reads."""
 
     @classmethod
     async def start(cls, config: Any) -> EngineClient:
@@ -40,11 +47,22 @@ class Backend:
 
     @classmethod
     def from_flags(cls, args: argparse.Namespace, stored: Any, command: str) -> Any:
-        """Its config from the command line: `stored` (a resumed run's) as it is, else the config's defaults.
-        A backend with flags of its own reads them here (one-line `ttscale.errors.UsageError`s)."""
+        """Its config from the command line: `stored` (a resumed run's) or the config's defaults, with the options
+        given as its generated flags on top (`args.backend_options`: field -> value, gathered by
+        `ttscale.flags.backend_options`); a value its config refuses is a one-line `ttscale.errors.UsageError`.
+        A backend with flags of its own (`own_flags`) reads them here instead."""
+        from ttscale.errors import UsageError
+
         if cls.config is None:
             return None
-        return stored if stored is not None else cls.config()
+        given = dict(getattr(args, "backend_options", None) or {})
+        if not given:
+            return stored if stored is not None else cls.config()
+        values = {f.name: getattr(stored, f.name) for f in dataclasses.fields(stored)} if stored is not None else {}
+        try:
+            return cls.config(**{**values, **given})
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{command}: {exc}") from None
 
 
 __all__ = ["Backend"]

@@ -310,6 +310,7 @@ class OpenAIBackend(Backend):
     """The `openai` backend: a model served by an OpenAI-compatible server, configured by an OpenAIConfig."""
 
     config = OpenAIConfig
+    own_flags = True  # --base-url and SERVER_FLAGS (ttscale.flags), read by server_from_flags
 
     @classmethod
     async def start(cls, config: OpenAIConfig) -> OpenAIEngine:
