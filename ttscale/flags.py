@@ -110,10 +110,11 @@ def _add_option_flags(p: argparse.ArgumentParser, name: str, backend: Any) -> No
     flags, a backend's options are declared once, by its class (`Backend.own_flags`: it declares its own)."""
     from ttscale.params import describe_params
 
-    if backend.own_flags or backend.config is None or not dataclasses.is_dataclass(backend.config):
+    options: Any = backend.config
+    if backend.own_flags or not isinstance(options, type) or not dataclasses.is_dataclass(options):
         return
     group = p.add_argument_group(f"--backend {name}")
-    for option in describe_params(backend.config):
+    for option in describe_params(options):
         flag = f"--{name}-{option.name}".replace("_", "-")
         default = "" if option.default is dataclasses.MISSING else f" (default {option.default!r})"
         text = f"--backend {name}: {option.doc or option.name}{default}".replace("%", "%%")
