@@ -104,14 +104,15 @@ def carry_out(
     else:  # never a run mixed into someone's files (a failed start would then clean up among them)
         run_dir.check_new()
     prepared = prepare(spec, task_defaults=not resuming)  # a resumed run never takes today's task defaults
-    if resuming:
-        check_resume(run_dir, prepared)
+    if stored is not None:
+        check_resume(run_dir, prepared, config=stored)
+    recorded = bool(((stored or {}).get("environment") or {}).get("engine"))  # a new run's engine: once started
 
     async def work(on: EngineClient | None) -> dict[str, Any]:
         if started is not None:
             started()
-        return await _launch(prepared, run_dir, resuming=resuming, engine=on, distributed=distributed,
-                             progress=progress, log=not verbose, argv=argv)
+        return await _launch(prepared, run_dir, resuming=resuming, recorded=recorded, engine=on,
+                             distributed=distributed, progress=progress, log=not verbose, argv=argv)
 
     return Finished(path=run_dir.path, summary=drive(engine, work))
 
@@ -134,7 +135,7 @@ def _with_stored_params(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
     return replace(spec, params={**{k: v for k, v in stored.items() if k in settable}, **given})
 
 
-async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, engine: EngineClient | None,
+async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, recorded: bool, engine: EngineClient | None,
                   distributed: DistributedConfig | None, progress: bool, log: bool,
                   argv: list[str] | None) -> dict[str, Any]:
     """Run `prepared` into `run_dir`, held open for writing throughout, and return its summary.
@@ -142,6 +143,7 @@ async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, engine
     `engine`: a started engine to use (it must run on this loop and is left running); None = start one here
     (or the Ray workers of `distributed`) and close it afterwards. `log`: the engine's output goes to the run's
     engine.log (False: to this terminal). `argv`: the command stored in config.json (default sys.argv).
+    `recorded`: config.json already describes the run's engine (a resumed run's), which is then left as it is.
     """
     from ttscale.engine.base import environ_defaults
     from ttscale.launch import engine_failure, keep_engine_log, start_error
@@ -161,7 +163,7 @@ async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, engine
                 run_dir.claim(ENGINE_LOG)
             with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log_path) as terminal, stops:
                 return await _serve(prepared, run_dir, engine=engine, distributed=distributed, progress=progress,
-                                    terminal=terminal, stops=stops)
+                                    terminal=terminal, stops=stops, unrecorded=not recorded)
         except BaseException as exc:
             # A failure once a stop signal arrived is that stop: Ctrl-C (or a scheduler's signal to the whole
             # job) also ends vLLM's engine process, and a start then fails with "engine core initialization failed".
@@ -182,7 +184,7 @@ async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, engine
 
 async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: EngineClient | None,
                  distributed: DistributedConfig | None, progress: bool, terminal: Terminal,
-                 stops: NoteStops) -> dict[str, Any]:
+                 stops: NoteStops, unrecorded: bool) -> dict[str, Any]:
     """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
     from ttscale.engine import start_engine
     from ttscale.runstore.run_config import record_engine
@@ -193,7 +195,6 @@ async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: EngineClient | 
         # its records, and no engine or worker is started for it (that took 35 s on 2 cores for the embedded model).
         return await run_problems(prepared, run_dir, _nothing_left, concurrency=1, progress=progress,
                                   progress_file=terminal.err)
-    unrecorded = not (run_dir.read_config().get("environment") or {}).get("engine")
     if distributed is not None:
         from ttscale.distributed.pool import WorkerPool
 

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ttscale.distributed import DistributedConfig, DistributedError
@@ -96,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(json.dumps(done.summary, indent=2) if args.json else format_table(done.summary))
     log = done.path / ENGINE_LOG
     print(f"results: {done.path}" + (f" (engine log: {log})" if log.is_file() else ""), file=sys.stderr)
-    return _unfinished_exit(done.summary, RunDir(done.path))
+    return _unfinished_exit(done.summary, done.path)
 
 
 def _checking_error(exc: BaseException) -> BaseException | None:
@@ -130,7 +131,7 @@ def _running_error(exc: BaseException, run_dir: RunDir, stop: StopSignals) -> Ba
 EXIT_UNFINISHED = 1
 
 
-def _unfinished_exit(summary: dict[str, Any], run_dir: RunDir) -> int:
+def _unfinished_exit(summary: dict[str, Any], path: Path) -> int:
     """0, or `EXIT_UNFINISHED` with one line on stderr when some problems did not finish."""
     from ttscale.messages import one_line
 
@@ -139,7 +140,7 @@ def _unfinished_exit(summary: dict[str, Any], run_dir: RunDir) -> int:
         return 0
     example = (summary.get("unfinished_examples") or [{}])[0]
     print(f"ttscale: error: {count} problem{'s' * (count > 1)} did not finish (e.g. {example.get('id')}: "
-          f"{one_line(example.get('error'), limit=300)}); retry them with: ttscale run --resume {run_dir.path}",
+          f"{one_line(example.get('error'), limit=300)}); retry them with: ttscale run --resume {path}",
           file=sys.stderr)
     return EXIT_UNFINISHED
 

@@ -159,9 +159,9 @@ Prepared = TypeVar("Prepared", bound=_Funded)
 
 def with_total_budget(prepared: Prepared, total: Budget, *, problems: int, spent: float = 0.0) -> Prepared:
     """`prepared` with a total budget over the task, as `ttscale run --total-budget` sets it (for benchmarks and
-    tests that build `Prepared` themselves). `execute` makes the pool ledger every problem's ledger draws on,
-    counting what finished problems already spent; `problems` and `spent` are kept for callers that call
-    `solve` directly, who get the pool here.
+    tests that build `Prepared` themselves). The run pipeline (`ttscale.pipeline.execute`) makes the pool ledger
+    every problem's ledger draws on, counting what finished problems already spent; `problems` and `spent` are
+    kept for callers that call `solve` directly, who get the pool here.
     """
     if total.unit != prepared.budget.unit:
         raise BudgetError(

@@ -120,10 +120,11 @@ def default_out(spec: RunSpec) -> Path:
     return Path("runs") / f"{spec.strategy}-{task}-{spec.budget}-{stamp}"
 
 
-def check_resume(run_dir: RunDir, prepared: Prepared) -> None:
+def check_resume(run_dir: RunDir, prepared: Prepared, *, config: dict[str, Any] | None = None) -> None:
     """Refuse to resume a run whose stored identity differs from the one asked for (the stored one read in
-    today's terms: `ttscale.runstore.runformat.migrate_config`)."""
-    stored = run_dir.read_config().get("identity")
+    today's terms: `ttscale.runstore.runformat.migrate_config`). `config`: its config.json as already read (None:
+    read here)."""
+    stored = (run_dir.read_config() if config is None else config).get("identity")
     if not isinstance(stored, dict):  # edited by hand, or not written by ttscale: nothing to compare with
         raise RunDirError(f"cannot resume {str(run_dir.path)!r}: {run_dir.path / CONFIG} has no identity "
                           f"object (got {type(stored).__name__}); it was edited or not written by ttscale")
