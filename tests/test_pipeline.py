@@ -1,0 +1,82 @@
+"""ttscale.pipeline: one run from its spec to its finished directory, and the only writer of a run's files. The
+engine is the SIMULATED policy."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ttscale
+import ttscale.engine
+from ttscale.cli import main
+from ttscale.runstore.storage import GroupCommit, RunDir
+from ttscale.testing import SimulatedArithmeticPolicy
+
+#: Every way a run's files are written: the lock and results.jsonl (open_for_writing), config.json and summary.json
+#: (write_config, write_json), what a failed start removes (claim, discard), the records (a GroupCommit's appends).
+WRITES: tuple[tuple[type, str], ...] = ((RunDir, "open_for_writing"), (RunDir, "write_config"),
+                                        (RunDir, "write_json"), (RunDir, "claim"), (RunDir, "discard"),
+                                        (RunDir, "append_many"), (GroupCommit, "__init__"))
+
+
+def _writer() -> str:
+    """The first ttscale module outside the run store on the calling stack: who asked for the write."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = str(frame.f_globals.get("__name__", ""))
+        if name.startswith("ttscale.") and not name.startswith("ttscale.runstore"):
+            return name
+        frame = frame.f_back  # type: ignore[assignment]
+    return "(no ttscale caller: a writer thread)"
+
+
+@pytest.fixture
+def writers(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
+    """The modules that wrote run files while the test ran (a GroupCommit's own thread is counted by its maker)."""
+    seen: set[str] = set()
+
+    def spy(original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not (original.__name__ == "append_many" and _writer().startswith("(no")):
+                seen.add(_writer())
+            return original(*args, **kwargs)
+        return call
+
+    for owner, name in WRITES:
+        monkeypatch.setattr(owner, name, spy(getattr(owner, name)))
+
+    async def simulated(config: Any) -> SimulatedArithmeticPolicy:
+        return SimulatedArithmeticPolicy(seed=1)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", simulated)
+    yield seen
+
+
+def test_the_pipeline_alone_writes_a_runs_files_new_and_resumed(tmp_path: Path, writers: set[str]) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "--strategy", "sc", "--budget", "256", "--param", "n=2", "--limit", "3", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    assert (out / "summary.json").is_file() and len((out / "results.jsonl").read_text().splitlines()) == 3
+    (out / "summary.json").unlink()
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    assert json.loads((out / "summary.json").read_text())["problems"] == 3
+    done = ttscale.run(strategy="sc", budget="256", params={"n": 2}, limit=2, out=tmp_path / "api",
+                       engine=SimulatedArithmeticPolicy(seed=1))
+    assert done.summary["problems"] == 2
+    assert writers == {"ttscale.pipeline"}
+
+
+def test_a_sweeps_cells_are_written_by_the_pipeline(tmp_path: Path, writers: set[str]) -> None:
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--strategy", "best_of_n n=1|2", "--budgets", "96", "--limit", "2", "--task", "arithmetic",
+            "--out", str(out)]
+    assert main(argv) == 0
+    cells = sorted((out / "cells").iterdir())
+    assert len(cells) == 2 and all(len((c / "results.jsonl").read_text().splitlines()) == 2 for c in cells)
+    # The sweep writes its own sweep.json (not a run's file); every cell's run files come from the pipeline.
+    assert writers - {"ttscale.sweeps.run", "ttscale.sweeps.outcome"} == {"ttscale.pipeline"}
