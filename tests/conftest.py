@@ -26,6 +26,19 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+ENGINE_FIXTURES = frozenset({"sync_engine", "api_engine"})
+"""The session's real engine: a test that asks for it starts vLLM (10-25 s), which the fast suite must not."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A slow marker put on the wrong test once left a real-engine test in the fast suite (`-m "not slow"` started
+    # the engine). Refused at collection, naming the tests, before anything runs.
+    unmarked = [item.nodeid for item in items
+                if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None]
+    if unmarked:
+        raise pytest.UsageError(f"tests that start the real engine must be marked slow: {', '.join(unmarked)}")
+
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 

@@ -129,7 +129,6 @@ def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "has no setting 'bogus'" in done.stderr
 
 
-@pytest.mark.slow
 def test_the_default_reply_cap_holds_the_longest_reply_the_shape_allows() -> None:
     # A generated token writes at least one character, so a reply of at most AGENT_TOKENS characters is never cut
     # before its allocation: the longest reasoning and the longest values of every shipped space fit.
@@ -143,6 +142,7 @@ def test_the_default_reply_cap_holds_the_longest_reply_the_shape_allows() -> Non
         assert len(reply) <= AGENT_TOKENS, (len(reply), AGENT_TOKENS)
 
 
+@pytest.mark.slow
 def test_the_agents_on_the_real_embedded_model_propose_within_the_space(api_engine: Any, tmp_path: Path) -> None:
     """Real engine (the session's): the 135M model proposes for itself, its generation constrained to the reply's
     JSON shape (`reply_regex`), so the one-at-a-time agent's first reply is read as it is, whatever it reasons; the
