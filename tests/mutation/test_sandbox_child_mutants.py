@@ -1,0 +1,80 @@
+"""The sandbox's child-only harness (_supervisor, _isolation, _hardening, _runner's run): behaviour the plain-mode
+mutation run (tools/mutation/plain.py, issue 45) found unchecked.
+
+Each test runs real executions and checks what a correct sandbox must give, exactly: the output cap and the count
+of what was dropped when the output arrives as the candidate exits, a NUL in a failure reason, ...
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ttscale.sandbox.sandbox as sandbox_module
+from tests.sandbox.conftest import SQUARE, SQUARE_TEST
+from ttscale.sandbox import Limits
+from ttscale.sandbox.sandbox import execute
+
+LIMITS = Limits(wall_seconds=10.0, cpu_seconds=1.0, memory_mib=512, processes=8, output_kib=16)
+"""A wall limit far from the CPU limit: under load a CPU-limit test must not end at the wall instead."""
+F_SETPIPE_SZ = 1031
+
+
+def test_output_still_in_the_pipe_when_the_candidate_exits_is_capped_and_every_dropped_byte_counted() -> None:
+    # The supervisor reads the output while the candidate runs, and drains what is left once it has ended. At the
+    # degraded level the candidate can make that drain do most of the work: it stops its supervisor, fills a 1 MiB
+    # pipe, and exits while a helper lets the supervisor go on. The supervisor then sees the exit after one read,
+    # and drains the rest in many chunks: the cap counts what it kept before, and every dropped byte is counted.
+    program = (f"import fcntl, os, signal, time\nfcntl.fcntl(1, {F_SETPIPE_SZ}, 1 << 20)\n"
+               "supervisor = os.getppid()\nos.kill(supervisor, signal.SIGSTOP)\n"
+               "data = memoryview(b'x' * (1 << 20))\nwhile data:\n    data = data[os.write(1, data):]\n"
+               "if os.fork() == 0:\n    time.sleep(0.3)\n    os.kill(supervisor, signal.SIGCONT)\n    os._exit(0)\n")
+    execution = execute("rlimits", LIMITS, program, "", None)
+    assert execution.passed, execution
+    dropped = (1 << 20) - 16 * 1024
+    assert execution.output == "x" * 16 * 1024 + f"\n[{dropped:,} more bytes of output dropped]"
+
+
+def test_a_nul_in_a_failure_reason_comes_back_as_a_question_mark() -> None:
+    # The supervisor's answer is NUL-separated: a NUL the candidate puts in its error must not split it, and is
+    # shown as one "?" (the reason is one line of text).
+    execution = execute("namespaces", LIMITS, "raise ValueError('a\\x00b\\x00')\n", "", None)
+    assert execution.status == "crashed"
+    assert execution.reason == "ValueError: a?b? (program line 1: raise ValueError('a\\x00b\\x00'))"
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits"])
+def test_the_candidate_holds_exactly_its_five_descriptors(level: str) -> None:
+    # 0 /dev/null, 1 and 2 the output, 3 the secret, 4 the result: nothing else of the supervisor's, and only the
+    # first three pass to a program the candidate executes (the secret and the result never do).
+    program = ("import os\nfds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
+               "print(fds[:-1], [os.get_inheritable(fd) for fd in fds[:-1]])\n")
+    execution = execute(level, LIMITS, program, "", None)
+    assert execution.passed, execution
+    assert execution.output == "[0, 1, 2, 3, 4] [True, True, True, False, False]\n"
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits", "bare"])
+def test_a_candidate_killed_by_a_signal_crashed_by_that_signal(level: str) -> None:
+    execution = execute(level, LIMITS, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", "", None)
+    assert (execution.status, execution.reason) == ("crashed", "killed by SIGTERM")
+    assert execute(level, LIMITS, SQUARE, SQUARE_TEST, "solve").passed
+
+
+def test_a_failed_set_up_is_an_error_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A directory to mount that does not exist: the candidate's process cannot confine itself, and reports why.
+    monkeypatch.setattr(sandbox_module, "_mount_plan", lambda: (["/nonexistent-ttscale-mount"], []))
+    execution = execute("namespaces", LIMITS, SQUARE, SQUARE_TEST, "solve")
+    assert execution.status == "crashed", execution
+    assert execution.reason == ("sandbox error: sandbox set-up: [Errno 2] No such file or directory: "
+                                "'/nonexistent-ttscale-mount'")
+
+
+
+def test_threads_allocate_within_their_process_memory_share() -> None:
+    # 64 MiB of address space per process (512 MiB over 8): one malloc arena for all threads. An arena per thread
+    # would reserve 64 MiB each, and the threads' small allocations would fail with MemoryError.
+    program = ("import threading\nkept = []\ndef work():\n    kept.append([bytearray(4096) for _ in range(1000)])\n"
+               "threads = [threading.Thread(target=work) for _ in range(6)]\n"
+               "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\nprint(len(kept))\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.passed and execution.output == "6\n", execution
