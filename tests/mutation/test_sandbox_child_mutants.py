@@ -78,3 +78,39 @@ def test_threads_allocate_within_their_process_memory_share() -> None:
                "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\nprint(len(kept))\n")
     execution = execute("namespaces", LIMITS, program, "", None)
     assert execution.passed and execution.output == "6\n", execution
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits"])
+def test_the_candidates_rlimits_are_its_share_with_cpu_seconds_rounded_up(level: str) -> None:
+    # 1.5 s of CPU: the kernel counts whole seconds, so SIGXCPU at 2 and SIGKILL one later; 512 MiB over 8
+    # processes: 64 MiB of address space each (RLIMIT_AS alone bounds one process, not the execution).
+    limits = Limits(wall_seconds=10.0, cpu_seconds=1.5, memory_mib=512, processes=8, file_mib=4, open_files=32)
+    program = ("import resource as r\nprint([r.getrlimit(getattr(r, 'RLIMIT_' + name)) for name in "
+               "('CPU', 'AS', 'FSIZE', 'NOFILE', 'CORE')])\n")
+    execution = execute(level, limits, program, "", None)
+    assert execution.output == f"[(2, 3), ({64 << 20}, {64 << 20}), ({4 << 20}, {4 << 20}), (32, 32), (0, 0)]\n"
+
+
+def test_the_namespaced_candidate_has_no_capabilities_and_a_hidden_noexec_proc() -> None:
+    program = ("print(sorted(l.split()[1] for l in open('/proc/self/status') if l[:6] in ('CapInh', 'CapPrm', "
+               "'CapEff')))\nfor line in open('/proc/self/mountinfo'):\n    if line.split()[4] == '/proc':\n"
+               "        print(line.split()[5], line.split(' - ')[1].split()[2])\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.output == ("['0000000000000000', '0000000000000000', '0000000000000000']\n"
+                                "rw,nosuid,nodev,noexec,relatime rw,hidepid=invisible\n"), execution
+
+
+def test_the_candidates_ipc_namespace_bounds_shared_memory_by_its_file_limit() -> None:
+    # A shared-memory segment is memory the process limits do not see: one may be at most file_mib (4 MiB here).
+    limits = Limits(wall_seconds=10.0, cpu_seconds=1.0, memory_mib=512, processes=8, file_mib=4)
+    program = "print(open('/proc/sys/kernel/shmmax').read().strip(), open('/proc/sys/kernel/shmall').read().strip())\n"
+    execution = execute("namespaces", limits, program, "", None)
+    assert execution.output == f"{4 << 20} {(4 << 20) // 4096}\n", execution
+
+
+def test_the_tests_run_with_the_import_state_of_before_the_program() -> None:
+    # The program changes sys.path and sys.meta_path in place; the tests must see them as they were at start-up.
+    program = "import sys\nsys.path.append('/planted')\nsys.meta_path.append(None)\n"
+    test = "import sys\nassert '/planted' not in sys.path and None not in sys.meta_path\n"
+    execution = execute("namespaces", LIMITS, program, test, None)
+    assert execution.passed, execution

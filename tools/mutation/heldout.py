@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", type=Path, default=Path(tempfile.gettempdir()) / "ttscale-heldout",
                         help="where the staging copies go (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="write every mutant's result here")
+    parser.add_argument("--survivors-of", type=Path, metavar="JSON",
+                        help="run again only the mutants an earlier --json left surviving (tests were only added)")
     parser.add_argument("--workers", type=int, default=2, help="test runs at a time (default: %(default)s)")
     args = parser.parse_args(argv)
     with open(HERE / "config.toml", "rb") as f:
@@ -144,7 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         if not mutants:
             raise ListError(f"no mutant's file contains any of {args.only}")
         start = time.monotonic()
-        rows = run_list(mutants, settings, config, stage_root=args.stage, workers=max(1, args.workers))
+        kept: list[dict] = []
+        if args.survivors_of:
+            earlier = {(r["file"], r["find"]): r for r in json.loads(args.survivors_of.read_text())}
+            kept = [earlier[(m["file"], m["find"])] for m in mutants if (m["file"], m["find"]) in earlier
+                    and earlier[(m["file"], m["find"])]["status"] in ("killed", "timeout")]
+            done = {(r["file"], r["find"]) for r in kept}
+            mutants = [m for m in mutants if (m["file"], m["find"]) not in done]
+        rows = kept + run_list(mutants, settings, config, stage_root=args.stage, workers=max(1, args.workers))
     except ListError as error:
         print(f"heldout: {error}", file=sys.stderr)
         return 2
