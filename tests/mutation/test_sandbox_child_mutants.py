@@ -114,3 +114,17 @@ def test_the_tests_run_with_the_import_state_of_before_the_program() -> None:
     test = "import sys\nassert '/planted' not in sys.path and None not in sys.meta_path\n"
     execution = execute("namespaces", LIMITS, program, test, None)
     assert execution.passed, execution
+
+
+def test_a_reason_that_is_not_valid_unicode_still_comes_back() -> None:
+    # A lone surrogate in the program's error cannot be encoded: it is replaced, the report is never lost.
+    execution = execute("namespaces", LIMITS, "raise ValueError('a\\ud800b')\n", "", None)
+    assert (execution.status, execution.reason) == ("crashed", "ValueError: a?b (program line 1: raise "
+                                                               "ValueError('a\\ud800b'))")
+
+
+def test_the_program_compiles_without_the_harness_future_imports() -> None:
+    # The harness's own `from __future__ import annotations` must not leak into the candidate's program.
+    program = "def f(x: int) -> int:\n    return x\nprint(f.__annotations__)\n"
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.output == "{'x': <class 'int'>, 'return': <class 'int'>}\n", execution
