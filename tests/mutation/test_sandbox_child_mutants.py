@@ -128,3 +128,11 @@ def test_the_program_compiles_without_the_harness_future_imports() -> None:
     program = "def f(x: int) -> int:\n    return x\nprint(f.__annotations__)\n"
     execution = execute("namespaces", LIMITS, program, "", None)
     assert execution.output == "{'x': <class 'int'>, 'return': <class 'int'>}\n", execution
+
+
+def test_a_limit_hit_by_top_level_test_asserts_is_named() -> None:
+    # Without a check function the test source's own statements are the tests: a limit they hit is named too.
+    test = "hog = []\nwhile True:\n    hog.append(bytearray(10**6))\n"
+    execution = execute("namespaces", LIMITS, SQUARE, test, None)
+    assert execution.status == "failed", execution
+    assert execution.reason.endswith(": memory limit: 64 MiB per process, 512 MiB for the execution"), execution

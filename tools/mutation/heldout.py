@@ -7,9 +7,10 @@ mutmut's survivors can still miss it. ``heldout.toml`` lists such mutants, writt
 to change (``find``, which must occur exactly once in the file), its replacement and why a real bug could look like
 it. Each is applied to a staging copy of the repository laid out as installed (``plain.py``; never the working
 tree) and the fast tests that mention its module run there: every test file under ``tests/`` that imports it
-(``ttscale.stats.paired`` or ``from ttscale.stats import paired``; a benchmark script's module by its name), or, for
-a file no test imports (the sandbox's harness runs only in its child), the tests ``config.toml`` lists for it. A
-mutant is killed when a test fails (or the tests run past ``timeout`` seconds); the rest survive.
+(``ttscale.stats.paired`` or ``from ttscale.stats import paired``; a benchmark script's module by its name), and for
+a file ``config.toml`` mutates in plain mode (the sandbox's harness, which runs only in its child and which tests
+reach through executions, not imports) the tests listed there. A mutant is killed when a test fails (or the tests
+run past ``timeout`` seconds); the rest survive. ``--survivors-of`` runs again only an earlier run's survivors.
 
 Usage: python tools/mutation/heldout.py [--list FILE] [--stage DIR] [--json OUT] [FILE_SUBSTRING ...]
 """
@@ -81,13 +82,15 @@ def mentioning(repo_path: str, *, root: Path = ROOT) -> list[str]:
 
 
 def tests_for(repo_path: str, config: dict, *, root: Path = ROOT) -> list[str]:
-    """``mentioning``, or where no test imports the module, the tests config.toml lists for that file."""
+    """``mentioning``, and for a file config.toml mutates in plain mode (code that runs only in the sandbox's child,
+    which no test imports: the tests reach it through executions) the tests listed there; where neither gives any,
+    the tests config.toml lists for the file in any mode."""
     tests = mentioning(repo_path, root=root)
+    modules = [m for m in config.get("modules", {}).values() if m["file"] == repo_path]
+    listed = [t for m in modules if m.get("mode") == "plain" or not tests for t in m["tests"] if (root / t).exists()]
+    tests += [t for t in dict.fromkeys(listed) if t not in tests]
     if tests:
         return tests
-    for module in config.get("modules", {}).values():
-        if module["file"] == repo_path:
-            return [t for t in module["tests"] if (root / t).exists()]
     raise ListError(f"no test under tests/ imports {dotted(repo_path)} and config.toml lists no tests for {repo_path}")
 
 
