@@ -39,6 +39,7 @@ def tiny_repo(tmp_path: Path) -> Path:
 
 
 def test_plain_mutants_are_mutmuts_own_with_its_names(tools: tuple[ModuleType, ModuleType]) -> None:
+    pytest.importorskip("mutmut", reason="mutmut is installed by `make mutation` (the `mutation` extra)")
     plain, _ = tools
     mutants = plain.make_mutants("ttscale/tiny.py", TINY)
     # mutmut mutates `x + 1` to `x - 1` and `x + 2` in inc, the mirror in dec: numbered per function from 1.
