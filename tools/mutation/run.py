@@ -10,9 +10,11 @@ source folders. Per-module results go to ``tools/mutation/results/<module>.json`
 (equivalent ones, and cosmetic text excluded on purpose) counted apart. A script folder's module
 (``benchmarks/verdicts.py``, which its siblings import as ``verdicts``) is staged as ``src/verdicts.py``, the
 folder copied beside it; a module's ``unreachable`` functions (code that runs only in a process mutmut's switch
-cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart too, not scored.
+cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart too, not scored. A module with
+``mode = "plain"`` is mutated without mutmut's switch (``plain.py``: each mutant written into a staging copy as
+plain source), which reaches that child; its results have the same shape.
 
-Usage: python tools/mutation/run.py [--report-only] [--baseline] [--stage DIR] [MODULE ...]
+Usage: python tools/mutation/run.py [--report-only] [--baseline] [--survivors-only] [--stage DIR] [MODULE ...]
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from plain import mutant_order, run_plain
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -124,15 +128,21 @@ def collect(stage: Path, out: Path) -> None:
     out.write_text(json.dumps(mutants, indent=1, sort_keys=True))
 
 
-def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, baseline: bool = False) -> dict | None:
+def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, baseline: bool = False,
+               survivors_only: bool = False) -> dict | None:
     tests = [t for t in module["tests"] if (ROOT / t).exists() and not (baseline and t.startswith(MUTATION_TESTS))]
     stage = stage_root / name
     # Tests too sensitive to the machine's load for a niced run (their module's other tests still run).
     if module.get("pytest_k"):
         tests += ["-k", module["pytest_k"]]
-    build_stage(stage, module, settings, tests)
     print(f"== {name}: {module['file']} against {' '.join(tests)}", flush=True)
     start = time.monotonic()
+    if module.get("mode") == "plain":
+        saved = (RESULTS / "before" if baseline else RESULTS) / f"{name}.json"
+        previous = json.loads(saved.read_text()) if survivors_only and saved.exists() else None
+        run = run_plain(name, module, settings, stage_root, tests, previous=previous)
+        return save_result(name, module, tests, time.monotonic() - start, run, baseline=baseline)
+    build_stage(stage, module, settings, tests)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(settings["max_children"])],
                           cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -144,8 +154,12 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
         return None
     out = stage / "collected.json"
     subprocess.run([sys.executable, __file__, "--collect", str(stage), str(out)], check=True, cwd=stage)
+    return save_result(name, module, tests, seconds, {"mutants": json.loads(out.read_text())}, baseline=baseline)
+
+
+def save_result(name: str, module: dict, tests: list[str], seconds: float, run: dict, *, baseline: bool) -> dict:
     result = {"module": name, "file": module["file"], "tests": tests,
-              "seconds": round(seconds, 1), "date": dt.date.today().isoformat(), "mutants": json.loads(out.read_text())}
+              "seconds": round(seconds, 1), "date": dt.date.today().isoformat(), **run}
     results = RESULTS / "before" if baseline else RESULTS
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
@@ -191,11 +205,6 @@ def summarize(result: dict, exclusions: dict[str, dict], unreachable: Sequence[s
             "score": killed / scored if scored else 1.0, "raw": killed / len(mutants) if mutants else 1.0}
 
 
-def mutant_order(name: str) -> tuple[str, int]:
-    head, _, num = name.rpartition("__mutmut_")
-    return (head, int(num) if num.isdigit() else 0)
-
-
 def write_report(config: dict) -> None:
     exclusions = load_exclusions()
     before_dir = RESULTS / "before"
@@ -224,6 +233,12 @@ def write_report(config: dict) -> None:
                      f"| {s['excluded']} | {s['survived']} | {result['seconds']:.0f} s ({result['date']}) |")
         details += [f"## {name} (`{module['file']}`)", "",
                     f"Tests: {', '.join('`' + t + '`' for t in result['tests'])}.", ""]
+        if result.get("mode") == "plain":
+            sampled = (f"a seeded sample of {result['sample']} (seed {result['seed']}) of its {result['population']}"
+                       if result["sample"] < result["population"] else f"all {result['population']}")
+            only = f" of {', '.join(module['functions'])}" if module.get("functions") else ""
+            details += [f"Plain mode (`tools/mutation/plain.py`, mutants written as source, no mutmut switch): "
+                        f"{sampled} mutants{only}; the clean run took {result['clean_seconds']} s.", ""]
         if s["unreachable"]:
             details += [f"Not scored: {s['unreachable']} mutants of {', '.join(module['unreachable'])} "
                         f"({module.get('unreachable_reason', 'out of mutmut reach')}).", ""]
@@ -251,6 +266,8 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true", help="rebuild REPORT.md from the saved results")
     parser.add_argument("--baseline", action="store_true",
                         help=f"without the tests under {MUTATION_TESTS}, into results/before/ (the BEFORE scores)")
+    parser.add_argument("--survivors-only", action="store_true",
+                        help="plain-mode modules: run again only the mutants the saved result has not killed")
     parser.add_argument("--stage", type=Path, default=Path(tempfile.gettempdir()) / "ttscale-mutation",
                         help="where the staging copies go (default: %(default)s)")
     args = parser.parse_args()
@@ -262,7 +279,8 @@ def main() -> None:
     if not args.report_only:
         start = time.monotonic()
         failed = [name for name in names
-                  if run_module(name, config["modules"][name], config["mutmut"], args.stage, baseline=args.baseline)
+                  if run_module(name, config["modules"][name], config["mutmut"], args.stage, baseline=args.baseline,
+                             survivors_only=args.survivors_only)
                   is None]
         print(f"all done in {(time.monotonic() - start) / 60:.1f} min", flush=True)
         if failed:

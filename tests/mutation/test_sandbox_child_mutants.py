@@ -1,0 +1,138 @@
+"""The sandbox's child-only harness (_supervisor, _isolation, _hardening, _runner's run): behaviour the plain-mode
+mutation run (tools/mutation/plain.py, issue 45) found unchecked.
+
+Each test runs real executions and checks what a correct sandbox must give, exactly: the output cap and the count
+of what was dropped when the output arrives as the candidate exits, a NUL in a failure reason, ...
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ttscale.sandbox.sandbox as sandbox_module
+from tests.sandbox.conftest import SQUARE, SQUARE_TEST
+from ttscale.sandbox import Limits
+from ttscale.sandbox.sandbox import execute
+
+LIMITS = Limits(wall_seconds=10.0, cpu_seconds=1.0, memory_mib=512, processes=8, output_kib=16)
+"""A wall limit far from the CPU limit: under load a CPU-limit test must not end at the wall instead."""
+F_SETPIPE_SZ = 1031
+
+
+def test_output_still_in_the_pipe_when_the_candidate_exits_is_capped_and_every_dropped_byte_counted() -> None:
+    # The supervisor reads the output while the candidate runs, and drains what is left once it has ended. At the
+    # degraded level the candidate can make that drain do most of the work: it stops its supervisor, fills a 1 MiB
+    # pipe, and exits while a helper lets the supervisor go on. The supervisor then sees the exit after one read,
+    # and drains the rest in many chunks: the cap counts what it kept before, and every dropped byte is counted.
+    program = (f"import fcntl, os, signal, time\nfcntl.fcntl(1, {F_SETPIPE_SZ}, 1 << 20)\n"
+               "supervisor = os.getppid()\nos.kill(supervisor, signal.SIGSTOP)\n"
+               "data = memoryview(b'x' * (1 << 20))\nwhile data:\n    data = data[os.write(1, data):]\n"
+               "if os.fork() == 0:\n    time.sleep(0.3)\n    os.kill(supervisor, signal.SIGCONT)\n    os._exit(0)\n")
+    execution = execute("rlimits", LIMITS, program, "", None)
+    assert execution.passed, execution
+    dropped = (1 << 20) - 16 * 1024
+    assert execution.output == "x" * 16 * 1024 + f"\n[{dropped:,} more bytes of output dropped]"
+
+
+def test_a_nul_in_a_failure_reason_comes_back_as_a_question_mark() -> None:
+    # The supervisor's answer is NUL-separated: a NUL the candidate puts in its error must not split it, and is
+    # shown as one "?" (the reason is one line of text).
+    execution = execute("namespaces", LIMITS, "raise ValueError('a\\x00b\\x00')\n", "", None)
+    assert execution.status == "crashed"
+    assert execution.reason == "ValueError: a?b? (program line 1: raise ValueError('a\\x00b\\x00'))"
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits"])
+def test_the_candidate_holds_exactly_its_five_descriptors(level: str) -> None:
+    # 0 /dev/null, 1 and 2 the output, 3 the secret, 4 the result: nothing else of the supervisor's, and only the
+    # first three pass to a program the candidate executes (the secret and the result never do).
+    program = ("import os\nfds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
+               "print(fds[:-1], [os.get_inheritable(fd) for fd in fds[:-1]])\n")
+    execution = execute(level, LIMITS, program, "", None)
+    assert execution.passed, execution
+    assert execution.output == "[0, 1, 2, 3, 4] [True, True, True, False, False]\n"
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits", "bare"])
+def test_a_candidate_killed_by_a_signal_crashed_by_that_signal(level: str) -> None:
+    execution = execute(level, LIMITS, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", "", None)
+    assert (execution.status, execution.reason) == ("crashed", "killed by SIGTERM")
+    assert execute(level, LIMITS, SQUARE, SQUARE_TEST, "solve").passed
+
+
+def test_a_failed_set_up_is_an_error_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A directory to mount that does not exist: the candidate's process cannot confine itself, and reports why.
+    monkeypatch.setattr(sandbox_module, "_mount_plan", lambda: (["/nonexistent-ttscale-mount"], []))
+    execution = execute("namespaces", LIMITS, SQUARE, SQUARE_TEST, "solve")
+    assert execution.status == "crashed", execution
+    assert execution.reason == ("sandbox error: sandbox set-up: [Errno 2] No such file or directory: "
+                                "'/nonexistent-ttscale-mount'")
+
+
+
+def test_threads_allocate_within_their_process_memory_share() -> None:
+    # 64 MiB of address space per process (512 MiB over 8): one malloc arena for all threads. An arena per thread
+    # would reserve 64 MiB each, and the threads' small allocations would fail with MemoryError.
+    program = ("import threading\nkept = []\ndef work():\n    kept.append([bytearray(4096) for _ in range(1000)])\n"
+               "threads = [threading.Thread(target=work) for _ in range(6)]\n"
+               "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\nprint(len(kept))\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.passed and execution.output == "6\n", execution
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits"])
+def test_the_candidates_rlimits_are_its_share_with_cpu_seconds_rounded_up(level: str) -> None:
+    # 1.5 s of CPU: the kernel counts whole seconds, so SIGXCPU at 2 and SIGKILL one later; 512 MiB over 8
+    # processes: 64 MiB of address space each (RLIMIT_AS alone bounds one process, not the execution).
+    limits = Limits(wall_seconds=10.0, cpu_seconds=1.5, memory_mib=512, processes=8, file_mib=4, open_files=32)
+    program = ("import resource as r\nprint([r.getrlimit(getattr(r, 'RLIMIT_' + name)) for name in "
+               "('CPU', 'AS', 'FSIZE', 'NOFILE', 'CORE')])\n")
+    execution = execute(level, limits, program, "", None)
+    assert execution.output == f"[(2, 3), ({64 << 20}, {64 << 20}), ({4 << 20}, {4 << 20}), (32, 32), (0, 0)]\n"
+
+
+def test_the_namespaced_candidate_has_no_capabilities_and_a_hidden_noexec_proc() -> None:
+    program = ("print(sorted(l.split()[1] for l in open('/proc/self/status') if l[:6] in ('CapInh', 'CapPrm', "
+               "'CapEff')))\nfor line in open('/proc/self/mountinfo'):\n    if line.split()[4] == '/proc':\n"
+               "        print(line.split()[5], line.split(' - ')[1].split()[2])\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.output == ("['0000000000000000', '0000000000000000', '0000000000000000']\n"
+                                "rw,nosuid,nodev,noexec,relatime rw,hidepid=invisible\n"), execution
+
+
+def test_the_candidates_ipc_namespace_bounds_shared_memory_by_its_file_limit() -> None:
+    # A shared-memory segment is memory the process limits do not see: one may be at most file_mib (4 MiB here).
+    limits = Limits(wall_seconds=10.0, cpu_seconds=1.0, memory_mib=512, processes=8, file_mib=4)
+    program = "print(open('/proc/sys/kernel/shmmax').read().strip(), open('/proc/sys/kernel/shmall').read().strip())\n"
+    execution = execute("namespaces", limits, program, "", None)
+    assert execution.output == f"{4 << 20} {(4 << 20) // 4096}\n", execution
+
+
+def test_the_tests_run_with_the_import_state_of_before_the_program() -> None:
+    # The program changes sys.path and sys.meta_path in place; the tests must see them as they were at start-up.
+    program = "import sys\nsys.path.append('/planted')\nsys.meta_path.append(None)\n"
+    test = "import sys\nassert '/planted' not in sys.path and None not in sys.meta_path\n"
+    execution = execute("namespaces", LIMITS, program, test, None)
+    assert execution.passed, execution
+
+
+def test_a_reason_that_is_not_valid_unicode_still_comes_back() -> None:
+    # A lone surrogate in the program's error cannot be encoded: it is replaced, the report is never lost.
+    execution = execute("namespaces", LIMITS, "raise ValueError('a\\ud800b')\n", "", None)
+    assert (execution.status, execution.reason) == ("crashed", "ValueError: a?b (program line 1: raise "
+                                                               "ValueError('a\\ud800b'))")
+
+
+def test_the_program_compiles_without_the_harness_future_imports() -> None:
+    # The harness's own `from __future__ import annotations` must not leak into the candidate's program.
+    program = "def f(x: int) -> int:\n    return x\nprint(f.__annotations__)\n"
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.output == "{'x': <class 'int'>, 'return': <class 'int'>}\n", execution
+
+
+def test_a_limit_hit_by_top_level_test_asserts_is_named() -> None:
+    # Without a check function the test source's own statements are the tests: a limit they hit is named too.
+    test = "hog = []\nwhile True:\n    hog.append(bytearray(10**6))\n"
+    execution = execute("namespaces", LIMITS, SQUARE, test, None)
+    assert execution.status == "failed", execution
+    assert execution.reason.endswith(": memory limit: 64 MiB per process, 512 MiB for the execution"), execution
