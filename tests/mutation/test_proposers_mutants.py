@@ -57,3 +57,56 @@ def test_a_proposal_keeps_its_own_copy_and_checks_its_count() -> None:
     for bad in (-1, True, 1.5):
         with pytest.raises(ValueError, match=f"^invalid must be an int ≥ 0, got {bad!r}$"):
             Proposal(allocation={"S": 1}, invalid=bad)  # type: ignore[arg-type]
+
+
+# -- bayesian.py ----------------------------------------------------------------------------------------------------
+
+
+def test_bayesian_search_on_a_seed_is_fixed_for_an_optuna_version() -> None:
+    # The module's promise: a proposal is a function of the seed and the history, on one optuna version (TPE's
+    # draws are optuna's to change between versions). Two seeded start-up trials, then multivariate TPE maximising
+    # accuracy; the asks it rejected (over budget or tried) are counted on the trial.
+    import optuna
+
+    if optuna.__version__ != "5.0.0":
+        pytest.skip(f"the sequence was recorded with optuna 5.0.0, not {optuna.__version__}")
+    from ttscale.allocsearch import BayesianProposer
+
+    task = SimulatedGenRM()
+    result = asyncio.run(search(space=task.space, evaluate=task.evaluate,
+                                proposer=BayesianProposer(seed=0, startup_trials=2), trials=8))
+    assert [(t.allocation["S"], t.allocation["V"], t.invalid_proposals) for t in result.trials] == [
+        (2, 8, 1), (1, 1, 0), (4, 8, 1), (8, 0, 2), (4, 2, 0), (4, 1, 3), (1, 8, 4), (16, 2, 4)]
+
+
+def test_bayesian_fallback_is_the_seeded_random_unseen_point() -> None:
+    from ttscale.allocsearch import BayesianProposer
+
+    task = SimulatedGenRM()
+    tried = asyncio.run(search(space=task.space, evaluate=task.evaluate, proposer=GridProposer(), trials=22)).trials
+    points = set()
+    for seed in range(6):
+        proposal = asyncio.run(BayesianProposer(seed=seed, attempts=2).propose(task.space, tried))
+        assert proposal.fallback and proposal.invalid == 2
+        assert proposal.allocation == random_unseen(task.space, tried, seed=seed, salt="bayesian-fallback")
+        points.add(tuple(proposal.allocation.values()))
+    assert len(points) > 1  # the seed chooses it
+    with pytest.raises(SpaceExhausted, match="^every one of the 26 feasible allocations was tried$"):
+        asyncio.run(BayesianProposer(seed=0).propose(task.space,
+                                                     asyncio.run(search(space=task.space, evaluate=task.evaluate,
+                                                                        proposer=GridProposer(), trials=26)).trials))
+
+
+def test_bayesian_settings_edges_and_a_missing_optuna(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from ttscale.allocsearch import BayesianProposer
+
+    assert BayesianProposer(seed=0, startup_trials=0).startup_trials == 0  # TPE from the first trial
+    with pytest.raises(ValueError, match="^startup_trials must be an int ≥ 0, got True$"):
+        BayesianProposer(seed=0, startup_trials=True)
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if not installed
+    task = SimulatedGenRM()
+    with pytest.raises(ImportError) as info:
+        asyncio.run(BayesianProposer(seed=0).propose(task.space, ()))
+    assert str(info.value) == "the Bayesian proposer needs optuna: pip install 'ttscale[allocate]'"
