@@ -127,11 +127,11 @@ def test_the_only_point_left_is_taken_without_asking() -> None:
 def test_settings_are_checked() -> None:
     assert AgentProposer(generate=ScriptedGenerator([]), seed=0, retries=0).retries == 0
     for retries in (-1, True, 1.5):
-        with pytest.raises(ValueError, match=f"^retries must be an int ≥ 0, got {retries!r}$"):
+        with pytest.raises(ValueError, match=rf"^retries must be an int ≥ 0, got {retries!r}$"):
             AgentProposer(generate=ScriptedGenerator([]), seed=0, retries=retries)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="^generate must be an async callable: prompt -> reply$"):
+    with pytest.raises(ValueError, match=r"^generate must be an async callable: prompt -> reply$"):
         AgentProposer(generate="model", seed=0)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="^seed must be an int, got None$"):
+    with pytest.raises(ValueError, match=r"^seed must be an int, got None$"):
         AgentProposer(generate=ScriptedGenerator([]), seed=None)  # type: ignore[arg-type]
     # retries=0: one reply asked, then the fallback.
     proposal, prompts = propose(["nope"], retries=0)

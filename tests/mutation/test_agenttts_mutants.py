@@ -160,10 +160,10 @@ def test_settings_are_checked() -> None:
 
     assert AgentTTSProposer(generate=model, seed=0, candidates=1, retries=0).candidates == 1
     for key, value, low in (("candidates", True, 1), ("retries", 1.5, 0)):
-        with pytest.raises(ValueError, match=f"^{key} must be an int ≥ {low}, got {value!r}$"):
+        with pytest.raises(ValueError, match=rf"^{key} must be an int ≥ {low}, got {value!r}$"):
             AgentTTSProposer(generate=model, seed=0, **{key: value})
-    with pytest.raises(ValueError, match="^rule_start must be a bool, got 1$"):
+    with pytest.raises(ValueError, match=r"^rule_start must be a bool, got 1$"):
         AgentTTSProposer(generate=model, seed=0, rule_start=1)  # type: ignore[arg-type]
     for options in ({"generate": "model"}, {"generate": model, "reflect": "model"}):
-        with pytest.raises(ValueError, match="^generate and reflect must be async callables: prompt -> reply$"):
+        with pytest.raises(ValueError, match=r"^generate and reflect must be async callables: prompt -> reply$"):
             AgentTTSProposer(seed=0, **options)  # type: ignore[arg-type]

@@ -55,7 +55,7 @@ def test_a_proposal_keeps_its_own_copy_and_checks_its_count() -> None:
     assert proposal.allocation == {"S": 8, "V": 2}
     assert Proposal(allocation={"S": 1}, invalid=3).invalid == 3
     for bad in (-1, True, 1.5):
-        with pytest.raises(ValueError, match=f"^invalid must be an int ≥ 0, got {bad!r}$"):
+        with pytest.raises(ValueError, match=rf"^invalid must be an int ≥ 0, got {bad!r}$"):
             Proposal(allocation={"S": 1}, invalid=bad)  # type: ignore[arg-type]
 
 
@@ -91,7 +91,7 @@ def test_bayesian_fallback_is_the_seeded_random_unseen_point() -> None:
         assert proposal.allocation == random_unseen(task.space, tried, seed=seed, salt="bayesian-fallback")
         points.add(tuple(proposal.allocation.values()))
     assert len(points) > 1  # the seed chooses it
-    with pytest.raises(SpaceExhausted, match="^every one of the 26 feasible allocations was tried$"):
+    with pytest.raises(SpaceExhausted, match=r"^every one of the 26 feasible allocations was tried$"):
         asyncio.run(BayesianProposer(seed=0).propose(task.space,
                                                      asyncio.run(search(space=task.space, evaluate=task.evaluate,
                                                                         proposer=GridProposer(), trials=26)).trials))
@@ -103,7 +103,7 @@ def test_bayesian_settings_edges_and_a_missing_optuna(monkeypatch: pytest.Monkey
     from ttscale.allocsearch import BayesianProposer
 
     assert BayesianProposer(seed=0, startup_trials=0).startup_trials == 0  # TPE from the first trial
-    with pytest.raises(ValueError, match="^startup_trials must be an int ≥ 0, got True$"):
+    with pytest.raises(ValueError, match=r"^startup_trials must be an int ≥ 0, got True$"):
         BayesianProposer(seed=0, startup_trials=True)
     monkeypatch.setitem(sys.modules, "optuna", None)  # as if not installed
     task = SimulatedGenRM()

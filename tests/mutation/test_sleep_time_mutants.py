@@ -166,7 +166,7 @@ def test_a_context_without_an_id_is_keyed_by_its_text() -> None:
     message = ("sleep_time needs a stateful task (a context and a query per problem): arithmetic_stateful, "
                "gsm8k_stateful, or jsonl rows with context and query fields")
     for meta in ({"context": "Ann has 3."}, {"query": "How many?"}, {}):
-        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        with pytest.raises(ValueError, match=rf"^{re.escape(message)}$"):
             needs_contexts([problem("Ann has 3."), Problem(id="q", question="How many?", reference="1", meta=meta)])
 
 
@@ -205,5 +205,5 @@ def test_params_edges() -> None:
                             ({"memory_chars": True}, "memory_chars must be ≥ 1 or None, got True"),
                             ({"sleep_temperature": 10.5}, r"sleep_temperature must be in \[0, 10\], got 10.5"),
                             ({"sleep_temperature": -0.1}, r"sleep_temperature must be in \[0, 10\], got -0.1")):
-        with pytest.raises(ValueError, match=f"^{message}$"):
+        with pytest.raises(ValueError, match=rf"^{message}$"):
             SleepTimeParams(**params)  # type: ignore[arg-type]

@@ -72,11 +72,11 @@ def test_grid_reads_tokens_sleep_and_contexts_with_their_defaults() -> None:
 
 
 def test_grid_refusals_name_what_is_missing() -> None:
-    with pytest.raises(ValueError, match="^a grid needs at least one budget with at least one run$"):
+    with pytest.raises(ValueError, match=r"^a grid needs at least one budget with at least one run$"):
         grid({})
-    with pytest.raises(ValueError, match="^a grid needs at least one budget with at least one run$"):
+    with pytest.raises(ValueError, match=r"^a grid needs at least one budget with at least one run$"):
         grid({8: [[rec("a", True, 1)]], 16: []})
-    with pytest.raises(ValueError, match="^the runs share no problem$"):
+    with pytest.raises(ValueError, match=r"^the runs share no problem$"):
         grid({8: [[rec("a", True, 1)]], 16: [[rec("b", True, 1)]]})
     with pytest.raises(ValueError, match=r"^every budget needs the same number of seeds, got \[1, 2\]$"):
         grid({8: [[rec("a", True, 1)]], 16: [[rec("a", True, 1)], [rec("a", True, 1)]]})
@@ -147,7 +147,7 @@ def test_an_interval_needs_half_the_resamples_to_be_numbers() -> None:
     # Three resamples, two of them NaN (seed 10): one number is fewer than half, no interval.
     third = paired_saving(base, sleep, budget=8, resamples=3, seed=10)
     assert third.below == pytest.approx(2 / 3) and third.interval is None and third.ratio == 4.0
-    with pytest.raises(ValueError, match="^the baseline and sleep-time runs must cover the same problems$"):
+    with pytest.raises(ValueError, match=r"^the baseline and sleep-time runs must cover the same problems$"):
         paired_saving(base, grid({8: [[rec("a", True, 1)]]}), budget=8)
 
 

@@ -66,7 +66,7 @@ def test_the_query_of_a_short_question() -> None:
     assert split_context("Ann has 3. How many? Explain.") == ("Ann has 3.", "How many? Explain.")
     # A last sentence that asks is the query alone.
     assert split_context("Ann has 3. Why? How many?") == ("Ann has 3. Why?", "How many?")
-    with pytest.raises(ValueError, match="^cannot split an empty question into a context and a query$"):
+    with pytest.raises(ValueError, match=r"^cannot split an empty question into a context and a query$"):
         split_context(" ")
 
 
@@ -119,7 +119,7 @@ def _parsed(level: int, per_level: int = 150, queries: int = 1) -> list[tuple[Pr
 
 def test_nouns_agree_with_their_numbers() -> None:
     ones = 0
-    for p, said in _parsed(1):
+    for _, said in _parsed(1):
         for sentence in said:
             if m := _STATED.fullmatch(sentence):
                 count, noun = int(m[2]), m[3]
@@ -157,7 +157,7 @@ def test_steps_go_both_ways_and_counts_stay_positive_down_to_1() -> None:
 
 def test_times_steps_take_every_factor_from_2_to_12_and_the_rest_derive_from_the_product() -> None:
     factors = set()
-    for p, said in _parsed(4):
+    for _, said in _parsed(4):
         first = _STATED.fullmatch(said[0])
         times = _TIMES.fullmatch(said[1])
         assert first and times and times[3] == first[1]
