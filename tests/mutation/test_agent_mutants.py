@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ttscale.allocsearch import AgentProposer, Evaluation, Proposal, Trial, json_schema
+from ttscale.allocsearch import AgentProposer, Evaluation, Proposal, SpaceExhausted, Trial, json_schema
 from ttscale.allocsearch.agent import (
     INSTRUCTION,
     MAX_STARTS,
@@ -57,8 +57,8 @@ def test_why_a_reply_is_not_read() -> None:
 
 def test_first_json_object_tries_a_thousand_starts() -> None:
     assert MAX_STARTS == 1000
-    assert first_json_object("{x" * 999 + '{"a": 1}') == {"a": 1}  # the 1000th start is the object
-    assert first_json_object("{x" * 1000 + '{"a": 1}') is None
+    assert first_json_object("{" * 999 + '{"a": 1}') == {"a": 1}  # the 1000th start is the object
+    assert first_json_object("{" * 1000 + '{"a": 1}') is None  # the 1001st: not tried
     assert first_json_object('no braces at all') is None
 
 
@@ -95,7 +95,14 @@ def test_the_table_and_the_prompt_by_hand() -> None:
 
 def test_the_constraint_bounds_the_reasoning_to_300_characters() -> None:
     assert REASONING_CHARS == 300
-    assert json_schema(SPACE)["properties"]["reasoning"] == {"type": "string", "maxLength": 300}
+    assert json_schema(SPACE) == {
+        "type": "object", "additionalProperties": False, "required": ["reasoning", "allocation"],
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": 300},
+            "allocation": {"type": "object", "additionalProperties": False, "required": ["S", "V"],
+                           "properties": {"S": {"enum": [1, 2, 4, 8, 16, 32]}, "V": {"enum": [0, 1, 2, 4, 8, 16]}}},
+        },
+    }
     shape = re.compile(reply_regex(SPACE))
     for length, fits in ((0, True), (300, True), (301, False)):
         text = json.dumps({"reasoning": "r" * length, "allocation": {"S": 8, "V": 2}}, separators=(",", ":"))
@@ -113,6 +120,7 @@ def test_a_spent_agent_budget_falls_back_at_once() -> None:
     past = [trial(0, 1, 0, 0.25, 1024)]
     proposal = asyncio.run(AgentProposer(generate=spent, seed=7, retries=3).propose(SPACE, past))
     assert len(calls) == 1 and proposal.fallback and proposal.invalid == 1
+    assert "Trials so far (1):\n# | S | V | accuracy [95% CI] | cost\n1 | 1 | 0 | 0.250" in calls[0]
     assert proposal.allocation == random_unseen(SPACE, past, seed=7, salt="agent-fallback")
     assert proposal.reasoning == "random fallback after 1 rejected replies (last: the agent's budget is spent)"
 
@@ -122,6 +130,12 @@ def test_the_only_point_left_is_taken_without_asking() -> None:
     past = [trial(i, int(p["S"]), int(p["V"]), 0.5, 1) for i, p in enumerate(points[1:])]
     proposal, prompts = propose([], past)
     assert prompts == [] and proposal == Proposal(allocation=points[0], reasoning="the only allocation not yet tried")
+
+
+def test_an_exhausted_space_is_said_without_asking() -> None:
+    past = [trial(i, int(p["S"]), int(p["V"]), 0.5, 1) for i, p in enumerate(SPACE.points())]
+    with pytest.raises(SpaceExhausted, match=r"^every one of the 26 feasible allocations was tried$"):
+        propose([], past)
 
 
 def test_settings_are_checked() -> None:
