@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from ttscale.allocsearch import AgentTTSProposer, Dimension, Evaluation, Space, Trial, search_allocation
-from ttscale.allocsearch.agent import AgentBudgetSpent
+from ttscale.allocsearch.agent import AgentBudgetSpent, history_table
 from ttscale.allocsearch.agenttts import (
     CANDIDATES,
+    LATER_POINTS,
     candidates_prompt,
     candidates_regex,
     parse_candidates,
@@ -167,3 +168,39 @@ def test_settings_are_checked() -> None:
     for options in ({"generate": "model"}, {"generate": model, "reflect": "model"}):
         with pytest.raises(ValueError, match=r"^generate and reflect must be async callables: prompt -> reply$"):
             AgentTTSProposer(seed=0, **options)  # type: ignore[arg-type]
+
+
+def test_the_last_point_is_taken_without_asking_and_each_insight_sees_its_iteration_apart() -> None:
+    # Beam's 8 feasible points (N·T ≤ 64): the rule's two, then 5 candidates of the 6 left, then the last one,
+    # which no model is asked for (an insight is still asked about the iteration before it).
+    space = Space(name="beam", total_budget=2048, cost=lambda a: float(a["N"]) * float(a["T"]) * 32,
+                  dimensions=(Dimension(name="N", values=(4, 8, 16)), Dimension(name="T", values=(2, 4, 8))))
+    asked: list[str] = []
+
+    async def model(prompt: str) -> str:
+        asked.append(prompt)
+        if "Summarise insights" in prompt:
+            return f"INSIGHT-{len(asked)}"
+        return json.dumps({"candidates": [{"N": n, "T": t} for n, t in ((4, 2), (4, 4), (8, 2), (8, 4), (8, 8))]})
+
+    proposer = AgentTTSProposer(generate=model, seed=1, candidates=5)
+    result = asyncio.run(search_allocation(space=space, evaluate=_flat, proposer=proposer, trials=9))
+    trials = result.trials
+    assert [(t.allocation["N"], t.allocation["T"]) for t in trials] == [(16, 2), (4, 8), (4, 2), (4, 4), (8, 2),
+                                                                        (8, 4), (8, 8), (16, 4)]
+    assert trials[-1].reasoning == "the only allocation not yet tried" and not trials[-1].fallback
+    assert ["insight" if "Summarise insights" in p else "candidates" for p in asked] == ["insight", "candidates",
+                                                                                         "insight"]
+    first, later = asked[0].split("\n\n"), asked[2].split("\n\n")
+    assert first[2:4] == ["The first trials (a rule-based start: each stage in turn given the most of the budget):",
+                          history_table(space, trials[:2])]
+    assert later[2:6] == ["Earlier trials:", history_table(space, trials[:2]), "Trials of the last iteration:",
+                          history_table(space, trials[2:7])]
+    assert later[6] == ("Summarise insights from these trials on three points, in the most concise words, point by "
+                        "point:\n" + "\n".join(LATER_POINTS))
+
+
+async def _flat(allocation: dict[str, Any]) -> Evaluation:
+    """Every allocation equally good (the loop, not the optimum, is under test)."""
+    return Evaluation(accuracy=0.5, ci_low=0.4, ci_high=0.6, cost=float(allocation["N"]) * float(allocation["T"]) * 32,
+                      n=10)
