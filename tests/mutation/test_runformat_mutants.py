@@ -161,3 +161,72 @@ def test_an_unreadable_count_that_is_not_a_number_counts_as_none() -> None:
 def test_samples_that_are_not_objects_are_left_as_they_are() -> None:
     record = {"samples": [5, None, {"answer": "1", "correct": True}]}
     assert migrate_record(record, where="r") == record
+
+
+# -- version 2 -> 3: the rules a version-2 run ran, named; sleep-time's params in today's terms ------------------------
+
+
+def _v2(strategy: str, info: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {KEY: 2, "id": "p1", "strategy": strategy, "info": info, **extra}
+
+
+def test_a_version_2_generated_tests_record_names_its_rule() -> None:
+    assert migrate_record(_v2("generated_tests", {}), where="r")["info"] == {"select": "tests_passed"}
+    assert migrate_record(_v2("generated_tests", {"select": "codet"}), where="r")["info"]["select"] == "codet_paper"
+    assert migrate_record(_v2("generated_tests", {"select": "codemonkeys"}), where="r")["info"]["select"] == \
+        "codemonkeys"
+    # A version-3 record says what it ran already: left alone.
+    assert migrate_record({**_v2("generated_tests", {}), KEY: 3}, where="r")["info"] == {}
+
+
+def test_a_version_2_sleep_time_record_counts_its_one_pass() -> None:
+    def passes(info: dict[str, Any], v: int = 2) -> Any:
+        return migrate_record({**_v2("sleep_time", info), KEY: v}, where="r")["info"].get("rethink_passes")
+
+    assert (passes({"sleep_tokens": 40}), passes({"sleep_tokens": 1}), passes({"sleep_tokens": 0})) == (1, 1, 0)
+    assert (passes({"sleep_tokens": "40"}), passes({})) == (0, 0)  # no count it could have spent
+    assert passes({"sleep_tokens": 40, "rethink_passes": 4}) == 4 and passes({"sleep_tokens": 40}, v=3) is None
+
+
+def _config(strategy: str, given: Any, params: Any, *, spec_strategy: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"params": given}
+    if spec_strategy:
+        spec["strategy"] = strategy
+    return {KEY: 2, "spec": spec, "identity": {"strategy": strategy, "params": params}}
+
+
+def test_a_version_2_config_names_the_rule_its_strategy_ran() -> None:
+    mcts = migrate_config(_config("monte_carlo_tree_search", {}, {}), where="c")
+    assert mcts["spec"]["params"] == {"selection": "uct"}
+    assert mcts["identity"]["params"] == {"c_base": 19652.0, "c_puct": None}
+    puct = migrate_config(_config("mcts", {"c_puct": 2.0}, {"c_puct": 2.0}), where="c")
+    assert puct["identity"]["params"] == {"c_puct": 2.0, "c_base": 19652.0}
+    # The strategy named only by the spec is read there too.
+    spec_only = {KEY: 2, "spec": {"strategy": "generated_tests", "params": {}}, "identity": {"params": {}}}
+    assert migrate_config(spec_only, where="c")["identity"]["params"] == {
+        "select": "tests_passed", "tests_per_sample": None, "shortlist": 3}
+    kept = migrate_config(_config("generated_tests", {"select": "codemonkeys"}, {"select": "codemonkeys"},
+                                  spec_strategy=False), where="c")
+    assert kept["spec"]["params"] == {"select": "codemonkeys"}
+    assert kept["identity"]["params"] == {"select": "codemonkeys", "tests_per_sample": None, "shortlist": 3}
+    # Params that are not objects: nothing to name, the config as it was.
+    odd = _config("mcts", {}, None)
+    assert migrate_config(odd, where="c") == {k: v for k, v in odd.items() if k != KEY}
+
+
+def test_a_version_2_sleep_time_config_reads_as_the_vote_of_one_pass() -> None:
+    def params(stored: dict[str, Any], spec: Any = None) -> tuple[Any, Any]:
+        config = {KEY: 2, "spec": spec if spec is not None else {"params": {}},
+                  "identity": {"strategy": "sleep_time", "params": stored}}
+        out = migrate_config(config, where="c")
+        return out["identity"]["params"], out["spec"]["params"] if isinstance(out["spec"], dict) else None
+
+    before = {"test_time": "vote", "verbosity": 0, "rethinks": 1, "memory_chars": None}
+    assert params({"sleep_tokens": 40}) == ({"sleep_tokens": 40, **before, "rethink_tokens": 40},
+                                            {"sleep_tokens": 40, **before, "rethink_tokens": 40})
+    assert params({})[0] == {**before, "rethink_tokens": 256}  # the version-2 default budget: one pass of it
+    assert params({"sleep_tokens": 0})[0]["rethink_tokens"] == 1
+    assert params({"sleep_tokens": "x"})[0]["rethink_tokens"] == 256
+    assert params({"test_time": "verbosity"}) == ({"test_time": "verbosity"}, {})  # says its axis: today's already
+    assert migrate_config({KEY: 2, "spec": "odd", "identity": {"strategy": "sleep_time", "params": {}}},
+                          where="c")["spec"] == "odd"

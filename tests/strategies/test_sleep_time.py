@@ -136,10 +136,22 @@ def test_a_sweep_reads_smaller_test_budgets_from_each_sleep_budgets_pool(tmp_pat
     derived = [d for d in runs if "derived_from" in json.loads((d / "summary.json").read_text())]
     assert len(derived) == 4  # two pools ran (one per sleep budget); the four smaller budgets were read from them
     assert len(_sleep_prompts(policy)) == 2  # 2 contexts in 6 problems, thought about once in the pool run
+    # Each derived record is its pool record's first N = budget / 32 samples (what a run at that budget would have
+    # drawn), with the pool's sleep-time stage: the same notes' tokens, amortised share and context; its ledger
+    # counts exactly those samples' tokens as test-time tokens.
     for d in derived:
+        source_dir = d.parent / json.loads((d / "summary.json").read_text())["derived_from"]
+        source = {r["id"]: r for r in (json.loads(line) for line in (source_dir / "results.jsonl").read_text()
+                                      .splitlines())}
+        budget = int(d.name.rsplit("-b", 1)[1].split("-")[0])
         for r in (json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()):
-            assert r["ledger"]["generated_tokens"] <= r["ledger"]["budget"]
-            assert "context_id" in r["info"] and "sleep_tokens" in r["info"]
+            pool = source[r["id"]]
+            assert r["samples"] == pool["samples"][: budget // 32] and len(r["samples"]) == budget // 32
+            spent = sum(s["num_tokens"] for s in r["samples"])
+            assert r["ledger"]["test_tokens"] == r["ledger"]["generated_tokens"] == spent <= r["ledger"]["budget"]
+            assert r["ledger"]["sleep_tokens_amortised"] == pool["ledger"]["sleep_tokens_amortised"]
+            for key in ("context_id", "sleep_tokens", "rethink_passes", "queries_in_context"):
+                assert r["info"][key] == pool["info"][key]
 
 
 
