@@ -20,7 +20,7 @@ from pathlib import Path
 
 from provenance import provenance, provenance_line
 
-from ttscale.evals.extract import last_boxed
+from ttscale.answers.extract import last_boxed
 from ttscale.verifiers import Grader, GraderConfig
 
 REPO = Path(__file__).resolve().parents[1]

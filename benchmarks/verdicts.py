@@ -356,7 +356,7 @@ def vote_groups(answers: Sequence[str | None]) -> list[str | None]:
     one vote), and groups math-verify calls equal are folded by the vote's own rule
     (`ttscale.selection.symbolic_leaders`, over the `SYMBOLIC.groups` most-voted groups).
     """
-    from ttscale.verifiers.canonical import exact_number
+    from ttscale.answers.canonical import exact_number
 
     keys = [normalize_answer(a) if a is not None else "" for a in answers]
     votes = Counter(k for k in keys if k)

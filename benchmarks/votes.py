@@ -25,9 +25,9 @@ import numpy as np
 from provenance import provenance, provenance_line
 
 from ttscale import selection
+from ttscale.answers.canonical import canonical
 from ttscale.schema import Sample
 from ttscale.verifiers import math_equal
-from ttscale.verifiers.canonical import canonical
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ TASKS.register("gsm8k", "ttscale.evals.datasets:gsm8k")
 TASKS.register("math500", "ttscale.evals.datasets:math500", aliases=("math_500", "math"))
 TASKS.register("aime24", "ttscale.evals.datasets:aime24", aliases=("aime2024",))
 TASKS.register("aime25", "ttscale.evals.datasets:aime25", aliases=("aime2025",))
-TASKS.register("jsonl", "ttscale.evals.datasets:jsonl_task")
+TASKS.register("jsonl", "ttscale.evals.jsonl:jsonl_task")
 TASKS.register("humaneval", "ttscale.evals.code_data:humaneval", aliases=("human_eval", "openai_humaneval"))
 TASKS.register("code", "ttscale.evals.code_synthetic:SyntheticCodeTask", aliases=("synthetic_code",))
 TASKS.register(

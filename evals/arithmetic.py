@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
+from ttscale.answers.extract import Extraction, extract
 from ttscale.evals.base import GeneratedProblems, Message, count_option
-from ttscale.evals.extract import Extraction, extract
 from ttscale.schema import Problem
 
 Generator = Callable[[random.Random], tuple[str, int]]

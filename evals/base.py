@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, overload, runtime_checkable
 
+from ttscale.answers.extract import Extraction
 from ttscale.evals import TASKS
-from ttscale.evals.extract import Extraction
 from ttscale.schema import Problem
 
 Message = dict[str, str]

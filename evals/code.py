@@ -30,8 +30,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ttscale.answers.extract import Extraction
 from ttscale.evals.base import Message
-from ttscale.evals.extract import Extraction
 from ttscale.schema import Problem
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ for every problem sharing a context) and `queries_in_context` (how many problems
 
 Tasks: `arithmetic_stateful` (generated from a seed, `queries` per context), `gsm8k_stateful` (the `gsm8k`
 task's problems split by `split_context`), and `jsonl` rows with `context` and `query` fields (or
-`stateful=True`, see `ttscale.evals.datasets.jsonl_task`).
+`stateful=True`, see `ttscale.evals.jsonl.jsonl_task`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, Select
+from ttscale.verifiers.loading import check_verifier_spec, load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +51,7 @@ class AStarParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("k", self.k)
         check_range("cost_weight", self.cost_weight, 0, 100)
         check_positive("parallel", self.parallel)
@@ -57,7 +59,7 @@ class AStarParams(SearchParams):
 
 @strategy(AStarParams)
 async def astar(problem: Problem, ctx: Context, p: AStarParams) -> Answer:
-    search = Search(ctx, p)
+    search = Search(ctx, p, verifier=load_verifier(p.verifier))
     g: dict[int, float] = {search.root.id: 0.0}
     f: dict[int, float] = {}
     order = itertools.count()  # FIFO among equal f: the older state first

@@ -18,8 +18,8 @@ from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool, score_outcomes
 from ttscale.schema import Answer, Problem, Sample
-from ttscale.search.score import check_verifier_spec
 from ttscale.selection import best_scored
+from ttscale.verifiers.loading import check_verifier_spec
 
 
 @dataclass(frozen=True, kw_only=True)

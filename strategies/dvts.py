@@ -23,6 +23,7 @@ from ttscale.params import strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search
 from ttscale.strategies.beam import BeamShapeParams
+from ttscale.verifiers.loading import load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +33,7 @@ class DVTSParams(BeamShapeParams):
 
 @strategy(DVTSParams)
 async def dvts(problem: Problem, ctx: Context, p: DVTSParams) -> Answer:
-    search = Search(ctx, p)
+    search = Search(ctx, p, verifier=load_verifier(p.verifier))
     n = p.n if p.n is not None else search.width_from_budget(multiple_of=p.width)
     width = min(p.width, n)
     if n < 1:

@@ -59,6 +59,7 @@ from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, allocate
 from ttscale.search.ets_ilp import Selection, select_nodes
 from ttscale.search.rounds import Scored, reward_balanced
+from ttscale.verifiers.loading import check_verifier_spec, load_verifier
 
 #: The reference's MATH-500 settings (hype-parameters/*.yaml, rebase.py); λ_s depends on the width.
 PAPER: dict[str, Any] = {
@@ -112,6 +113,7 @@ class ETSParams(SearchParams):
             if self.n is not None:
                 object.__setattr__(self, "lambda_s", paper_lambda_s(self.n))
         super().__post_init__()
+        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("n", self.n, allow_none=True)
         check_range("temperature_b", self.temperature_b, 0, 100, low_open=True)
         check_range("lambda_c", self.lambda_c, 0, 1000)
@@ -125,7 +127,7 @@ class ETSParams(SearchParams):
 
 @strategy(ETSParams)
 async def ets(problem: Problem, ctx: Context, p: ETSParams) -> Answer:
-    search = Search(ctx, p)
+    search = Search(ctx, p, verifier=load_verifier(p.verifier))
     n = p.n if p.n is not None else search.width_from_budget()
     if p.preset == "paper" and p.n is None:  # the width came from the budget: λ_s follows it
         p = replace(p, lambda_s=paper_lambda_s(n))

@@ -40,7 +40,7 @@ from ttscale.context import Context
 from ttscale.params import check_positive, strategy
 from ttscale.sampling import PoolParams, sample_pool, score_outcomes
 from ttscale.schema import Answer, Problem, SamplingParams
-from ttscale.search.score import check_verifier_spec
+from ttscale.verifiers.loading import check_verifier_spec
 
 TEST_PROMPT = (
     "{question}\n\nWrite {count} different test cases for the function `{entry_point}` described above, as "

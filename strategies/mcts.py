@@ -59,6 +59,7 @@ from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import LivePrefixes, Node, Search, SearchParams, softmax
+from ttscale.verifiers.loading import check_verifier_spec, load_verifier
 
 SETTLED = 16
 """Simulations in a row that end at an already visited solution, after which an until-budget search stops."""
@@ -96,6 +97,7 @@ class MCTSParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("expand", self.expand)
         if self.c_puct is not None:
             check_range("c_puct", self.c_puct, 0, 100)
@@ -134,7 +136,7 @@ def selection_score(
 @strategy(MCTSParams)
 async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
     # The priors need the steps' log-probs (OpenR's and our PUCT); UCT's rules never read them.
-    search = Search(ctx, p, logprobs=p.selection in ("openr", "puct"))
+    search = Search(ctx, p, verifier=load_verifier(p.verifier), logprobs=p.selection in ("openr", "puct"))
     root = search.root
     visits: dict[int, int] = {}  # N
     total: dict[int, float] = {}  # W

@@ -21,8 +21,8 @@ from ttscale.context import Context
 from ttscale.params import check_positive, strategy
 from ttscale.sampling import vote_or_verify
 from ttscale.schema import Answer, Problem
-from ttscale.search.score import check_verifier_spec
 from ttscale.thinking import ThinkingParams, finished_thinking, sampling, thinking_format
+from ttscale.verifiers.loading import check_verifier_spec
 
 #: The paper's prefilled thought.
 DUMMY_THOUGHT = "Okay, I think I have finished thinking."

@@ -25,6 +25,7 @@ from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Search, SearchParams, Select, logit, resample, softmax
+from ttscale.verifiers.loading import check_verifier_spec, load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,13 +41,14 @@ class ParticleFilterParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("n", self.n, allow_none=True)
         check_range("temperature_r", self.temperature_r, 0, 100, low_open=True)
 
 
 @strategy(ParticleFilterParams)
 async def particle_filter(problem: Problem, ctx: Context, p: ParticleFilterParams) -> Answer:
-    search = Search(ctx, p)
+    search = Search(ctx, p, verifier=load_verifier(p.verifier))
     n = p.n if p.n is not None else search.width_from_budget()
     if n < 1:
         return await search.answer([], info={"n": 0})

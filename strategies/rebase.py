@@ -30,6 +30,7 @@ from ttscale.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Search, SearchParams
 from ttscale.search.rounds import reward_balanced
+from ttscale.verifiers.loading import check_verifier_spec, load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,13 +51,14 @@ class RebaseParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("n", self.n, allow_none=True)
         check_range("temperature_b", self.temperature_b, 0, 100, low_open=True)
 
 
 @strategy(RebaseParams)
 async def rebase(problem: Problem, ctx: Context, p: RebaseParams) -> Answer:
-    search = Search(ctx, p)
+    search = Search(ctx, p, verifier=load_verifier(p.verifier))
     n = p.n if p.n is not None else search.width_from_budget()
     if n < 1:
         return await search.answer([], info={"n": 0})

@@ -27,8 +27,8 @@ from ttscale.context import Context
 from ttscale.params import check_positive, check_range, strategy
 from ttscale.sampling import vote_or_verify
 from ttscale.schema import Answer, Completion, Problem, SamplingParams
-from ttscale.search.score import check_verifier_spec
 from ttscale.thinking import ThinkingFormat, ThinkingParams, tally_phases, thinking_format
+from ttscale.verifiers.loading import check_verifier_spec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,8 +20,8 @@ from ttscale.context import Context
 from ttscale.params import strategy
 from ttscale.sampling import PoolParams, sample_pool, score_outcomes
 from ttscale.schema import Answer, Problem, Sample
-from ttscale.search.score import check_verifier_spec
 from ttscale.selection import majority_vote, weighted_vote
+from ttscale.verifiers.loading import check_verifier_spec
 
 
 @dataclass(frozen=True, kw_only=True)

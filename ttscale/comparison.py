@@ -300,7 +300,9 @@ def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = Non
 def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One run directory's config.json and finished records (through ttscale.runstore.runs, as fit and report read
     it)."""
-    run = runs.read_run(path, finished=False)
+    from ttscale.evals.base import load_task
+
+    run = runs.read_run(path, finished=False, tasks=load_task)
     return run.config, run.records
 
 

@@ -90,7 +90,7 @@ async def score_outcomes(ctx: Context, texts: list[str], *, verifier: str) -> li
     solution scored, the unit in which A*-decoding counts reward calls (a PRM's forward pass). Tree searches
     count each partial path they score in the same counter (`Search.score`). GenRM's verification chains are
     generated text, metered as verifier calls and tokens instead."""
-    from ttscale.search.score import load_verifier
+    from ttscale.verifiers.loading import load_verifier
 
     rewards = list(await load_verifier(verifier).score_outcomes(ctx, texts))
     ctx.ledger.tally("reward_evaluations", len(texts))

@@ -22,7 +22,7 @@ def normalize_answer(answer: str) -> str:
 
 def _keyed(answer: str) -> tuple[str, bool]:
     """(the vote key, whether the answer is an exact number: such keys are never compared symbolically)."""
-    from ttscale.verifiers.canonical import canonical, exact_number
+    from ttscale.answers.canonical import canonical, exact_number
 
     form = canonical(answer[:_MAX_KEY])
     number = exact_number(form)
@@ -112,7 +112,7 @@ def symbolic_leaders(ranked: Sequence[str], shown: Mapping[str, str], literal: s
     the vote and by analyses that need each answer's group (maj@k over sub-pools, benchmarks/verdicts.py).
     """
     pairs = [(a, b) for i, b in enumerate(ranked) for a in ranked[:i] if not (a in literal and b in literal)]
-    from ttscale.verifiers.grading import math_equal_many, math_verify_available
+    from ttscale.answers.grading import math_equal_many, math_verify_available
 
     # Without math-verify (a bare install) votes keep the exact-value keys: still correct, less merged.
     if not pairs or not math_verify_available():

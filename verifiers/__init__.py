@@ -27,7 +27,7 @@ VERIFIERS.register("genrm", "ttscale.verifiers.genrm:GenRM")
 VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_model",))
 VERIFIERS.register("visible_tests", "ttscale.verifiers.visible_tests:VisibleTests", aliases=("doctests",))
 
-from ttscale.verifiers.grading import (  # noqa: E402 - after the registry, which the verifiers' modules import
+from ttscale.answers.grading import (  # noqa: E402 - after the registry, which the verifiers' modules import
     CrossCheckReport,
     Grader,
     GraderConfig,
@@ -40,7 +40,7 @@ from ttscale.verifiers.grading import (  # noqa: E402 - after the registry, whic
     math_equal_async,
     math_equal_many,
 )
-from ttscale.verifiers.normalize import normalize, normalized_equal  # noqa: E402
+from ttscale.answers.normalize import normalize, normalized_equal  # noqa: E402
 
 __all__ = [
     "VERIFIERS",

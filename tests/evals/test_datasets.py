@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from ttscale.evals.base import load_task
-from ttscale.evals.datasets import DATA_DIR_ENV, aime24, aime25, gsm8k, jsonl_task, math500
+from ttscale.evals.datasets import DATA_DIR_ENV, aime24, aime25, gsm8k, math500
+from ttscale.evals.jsonl import jsonl_task
 from ttscale.evals.loading import gsm8k_reference, repair_escapes
 
 

@@ -101,6 +101,7 @@ def test_policy_out_never_writes_over_the_sweep_it_learns_from(tmp_path: Path,
 
 def test_records_of_problems_outside_the_task_are_left_out_by_every_reader(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ttscale.evals import load_task
     from ttscale.runstore.runs import read_run
 
     run = make_run(tmp_path, "sc", problems=4)  # the first 4 problems of arithmetic:1-5 (limit 4)
@@ -119,7 +120,7 @@ def test_records_of_problems_outside_the_task_are_left_out_by_every_reader(
                     "leaves them out)"], said
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert len(read_run(run).records) == 4 and read_run(run).foreign == 2
+        assert len(read_run(run, tasks=load_task).records) == 4 and read_run(run, tasks=load_task).foreign == 2
         assert main(["report", str(run)]) == 0
     assert "4 distinct problems" in capsys.readouterr().out
     assert main(["report", str(run)]) == 0  # the CLI says it in one line
@@ -130,7 +131,7 @@ def test_records_of_problems_outside_the_task_are_left_out_by_every_reader(
     config = json.loads((run / "config.json").read_text())
     config["identity"]["task"] = {"spec": f"jsonl:{tmp_path / 'gone.jsonl'}", "options": {}, "name": "jsonl"}
     (run / "config.json").write_text(json.dumps(config))
-    assert len(read_run(run).records) == 6
+    assert len(read_run(run, tasks=load_task).records) == 6
 
 
 # -- 9: Python values held to the rules of CLI strings -------------------------------------------------

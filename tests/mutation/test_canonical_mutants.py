@@ -1,4 +1,4 @@
-"""ttscale.verifiers.canonical: behaviour that the mutation run (tools/mutation) found unchecked.
+"""ttscale.answers.canonical: behaviour that the mutation run (tools/mutation) found unchecked.
 
 Pure functions only (no worker process): every expected value is worked out by hand in the comment beside it.
 """
@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from ttscale.verifiers import canonical as canonical_module
-from ttscale.verifiers.canonical import (
+from ttscale.answers import canonical as canonical_module
+from ttscale.answers.canonical import (
     MAX_RESULT_DIGITS,
     canonical,
     exact_number,
@@ -21,7 +21,7 @@ from ttscale.verifiers.canonical import (
     too_large,
     unsupported_words,
 )
-from ttscale.verifiers.grading import math_equal
+from ttscale.answers.grading import math_equal
 
 
 def log10_of(text: str) -> tuple[float, int]:

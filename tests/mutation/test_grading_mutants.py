@@ -1,4 +1,4 @@
-"""ttscale.verifiers.grading: behaviour that the mutation run (tools/mutation) found unchecked.
+"""ttscale.answers.grading: behaviour that the mutation run (tools/mutation) found unchecked.
 
 No worker process is started here: `WorkerPool` is replaced by a scripted stand-in that records what the grader
 asks of it (the pairs, each pair's timeout, the call's deadline), and the grader's clock by one the test moves,
@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import pytest
 
-from ttscale.verifiers import grading
-from ttscale.verifiers.grading import Grader, GraderConfig, GraderUnavailableError, cross_check
-from ttscale.verifiers.pool import PoolConfig
+from ttscale.answers import grading
+from ttscale.answers.grading import Grader, GraderConfig, GraderUnavailableError, cross_check
+from ttscale.answers.pool import PoolConfig
 
 STARTUP = 50.0
 """Seconds the stand-in pool's start() takes on the fake clock."""

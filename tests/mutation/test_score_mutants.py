@@ -10,12 +10,12 @@ import pytest
 from ttscale.search.score import (
     aggregate,
     allocate,
-    check_verifier_spec,
     logit,
     parse_verifier_spec,
     resample,
     softmax,
 )
+from ttscale.verifiers.loading import check_verifier_spec
 
 
 @pytest.mark.parametrize(("how", "value"), [("last", 0.6), ("min", 0.2), ("prod", 0.096), ("mean", 1.6 / 3)])

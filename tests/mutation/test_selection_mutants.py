@@ -28,7 +28,7 @@ class FakeGrader:
 
 @pytest.fixture
 def grader(monkeypatch: pytest.MonkeyPatch) -> FakeGrader:
-    from ttscale.verifiers import grading
+    from ttscale.answers import grading
 
     fake = FakeGrader()
     monkeypatch.setattr(grading, "math_equal_many", fake)

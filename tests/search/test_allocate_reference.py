@@ -112,7 +112,7 @@ def test_tree_strategies_give_each_node_the_reference_children(
     name: str, params: dict[str, Any], children: list[int], kept: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     verifier = ScriptedVerifier()
-    monkeypatch.setattr("ttscale.search.search.load_verifier", lambda spec: verifier)
+    monkeypatch.setattr(f"ttscale.strategies.{name}.load_verifier", lambda spec: verifier)
     expansions: list[tuple[list[Node], Any]] = []
     expand = Search.expand
 

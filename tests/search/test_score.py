@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ttscale.registry import UnknownNameError
-from ttscale.search import aggregate, allocate, load_verifier, logit, resample, softmax
+from ttscale.search import aggregate, allocate, logit, resample, softmax
 from ttscale.search.score import parse_verifier_spec
+from ttscale.verifiers.loading import load_verifier
 
 
 def test_aggregations() -> None:

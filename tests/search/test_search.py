@@ -10,16 +10,22 @@ import pytest
 from ttscale.schema import Answer
 from ttscale.search import Search, SearchParams
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
+from ttscale.verifiers.loading import load_verifier
 
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+def searching(ctx: Any, p: SearchParams) -> Search:
+    """A search scored by the verifier `p` names, loaded as a strategy loads it (search never loads one)."""
+    return Search(ctx, p, verifier=load_verifier(p.verifier))
+
+
 def test_expansion_sends_every_parent_at_once_and_merges_duplicates() -> None:
     policy = SimulatedArithmeticPolicy(seed=1)
     ctx = make_context(policy, "5k")
-    search = Search(ctx, SearchParams())
+    search = searching(ctx, SearchParams())
 
     async def go() -> list[list[Any]]:
         (first,) = await search.expand([search.root], 3)
@@ -42,7 +48,7 @@ def test_expansion_sends_every_parent_at_once_and_merges_duplicates() -> None:
 def test_each_expansion_records_the_kv_of_children_expanded_parents_and_live_nodes() -> None:
     policy = SimulatedArithmeticPolicy(seed=6, p_intro=0.0, p_correct=0.3)
     ctx = make_context(policy, "5k")
-    search = Search(ctx, SearchParams())
+    search = searching(ctx, SearchParams())
     tree = search.tree
 
     async def go() -> None:
@@ -64,7 +70,7 @@ def test_each_expansion_records_the_kv_of_children_expanded_parents_and_live_nod
 def test_child_prompts_are_exact_parent_prefixes_and_hit_the_cache() -> None:
     policy = SimulatedArithmeticPolicy(seed=2, p_intro=1.0)  # first step is always "We need …": never terminal
     ctx = make_context(policy, "5k")
-    search = Search(ctx, SearchParams())
+    search = searching(ctx, SearchParams())
 
     async def go() -> None:
         (first,) = await search.expand([search.root], 2)
@@ -87,7 +93,7 @@ def test_child_prompts_are_exact_parent_prefixes_and_hit_the_cache() -> None:
 def test_path_limits_end_nodes_and_caps_step_requests() -> None:
     policy = SimulatedArithmeticPolicy(seed=3, p_intro=1.0)
     ctx = make_context(policy, "5k")
-    search = Search(ctx, SearchParams(max_tokens=40, step_tokens=12, max_steps=2))
+    search = searching(ctx, SearchParams(max_tokens=40, step_tokens=12, max_steps=2))
 
     async def go() -> list[Any]:
         frontier = [search.root]
@@ -107,7 +113,7 @@ def test_path_limits_end_nodes_and_caps_step_requests() -> None:
 def test_score_calls_the_verifier_once_per_batch_and_never_twice_per_node() -> None:
     policy = SimulatedArithmeticPolicy(seed=4)
     ctx = make_context(policy, "5k")
-    search = Search(ctx, SearchParams(aggregate="min"))
+    search = searching(ctx, SearchParams(aggregate="min"))
 
     async def go() -> tuple[list[float], list[float]]:
         (first,) = await search.expand([search.root], 4)
@@ -147,7 +153,7 @@ def test_a_verifier_out_of_range_is_refused() -> None:
 def test_budget_caps_expansions_and_the_ledger_sees_every_token() -> None:
     policy = SimulatedArithmeticPolicy(seed=5, p_intro=1.0)
     ctx = make_context(policy, 50)
-    search = Search(ctx, SearchParams(step_tokens=30))
+    search = searching(ctx, SearchParams(step_tokens=30))
 
     async def go() -> None:
         frontier = [search.root]
@@ -165,7 +171,7 @@ def test_budget_caps_expansions_and_the_ledger_sees_every_token() -> None:
 
 def _answer(select: str, values: list[tuple[str, float]]) -> Answer:
     ctx = make_context(SimulatedArithmeticPolicy(), "5k")
-    search = Search(ctx, SearchParams(select=select))  # type: ignore[arg-type]
+    search = searching(ctx, SearchParams(select=select))  # type: ignore[arg-type]
     nodes = []
     for text, value in values:
         node = search.tree.add(search.root, search.ctx.engine.tokenize(text), text=text, finish="stop")
@@ -187,7 +193,7 @@ def test_answer_selection_modes() -> None:
 
 def test_answer_prefers_complete_solutions_and_falls_back_to_partial_ones() -> None:
     ctx = make_context(SimulatedArithmeticPolicy(), "5k")
-    search = Search(ctx, SearchParams(select="best"))
+    search = searching(ctx, SearchParams(select="best"))
     ids = search.ctx.engine.tokenize
     partial = search.tree.add(search.root, ids("3 + 4 = 7\n\n"), text="3 + 4 = 7", separator="\n\n")
     done = search.tree.add(search.root, ids("3 + 4 = 8"), text="3 + 4 = 8", finish="stop")
@@ -204,8 +210,8 @@ def test_params_validate_with_readable_messages() -> None:
         SearchParams(step_tokens=0)
     with pytest.raises(ValueError, match=r"temperature must be in \(0, 10\]"):
         SearchParams(temperature=0)
-    with pytest.raises(KeyError, match="unknown verifier 'nope'"):
-        SearchParams(verifier="nope")
+    with pytest.raises(ValueError, match="verifier options must look like key=value, got 'noise'"):
+        SearchParams(verifier="noisy_oracle:noise")  # the spec's form; its name is the strategy's to check
     with pytest.raises(ValueError, match="select must be one of"):
         SearchParams(select="first")  # type: ignore[arg-type]
 

@@ -52,7 +52,7 @@ def run_scripted(
     monkeypatch: pytest.MonkeyPatch, budget: str | int = "8k", *, logprob: dict[str, float] | None = None,
     scores: dict[str, float] = SCORES, **params: Any,
 ) -> tuple[Answer, dict[str, Any], ScriptedSteps]:
-    monkeypatch.setattr("ttscale.search.search.load_verifier", lambda spec: ScoreTable(scores))
+    monkeypatch.setattr("ttscale.strategies.mcts.load_verifier", lambda spec: ScoreTable(scores))
     engine = ScriptedSteps(SCRIPT, logprob)
     ctx = make_context(engine, budget)
     fn = STRATEGIES.get("mcts")

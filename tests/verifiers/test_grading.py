@@ -10,6 +10,8 @@ from typing import Any, cast
 
 import pytest
 
+from ttscale.answers import grading as grading_module
+from ttscale.answers.canonical import fast_verdict, too_large
 from ttscale.verifiers import (
     Grader,
     GraderConfig,
@@ -20,9 +22,7 @@ from ttscale.verifiers import (
     math_equal_many,
     normalized_equal,
 )
-from ttscale.verifiers import grading as grading_module
 from ttscale.verifiers import pool as pool_module
-from ttscale.verifiers.canonical import fast_verdict, too_large
 
 # (prediction, reference, verdict), each checked by hand.
 PAIRS = [

@@ -26,7 +26,7 @@ import csv
 import json
 from pathlib import Path
 
-from ttscale.evals.extract import extract_answer, last_boxed
+from ttscale.answers.extract import extract_answer, last_boxed
 from ttscale.verifiers import Grader, GraderConfig, cross_check, math_equal, math_equal_many
 
 LABEL_MISTAKES = {(72, "10000")}  # (idx, pred) whose Qwen label is wrong, checked by hand

@@ -160,6 +160,7 @@ class SweepEvaluator:
         self._cells = spec.cells()
 
     async def __call__(self, allocation: Allocation) -> Evaluation:
+        from ttscale.evals.base import load_task
         from ttscale.evals.metrics import wilson_interval
         from ttscale.runstore.runs import read_run
         from ttscale.sweeps import run_cell
@@ -169,7 +170,7 @@ class SweepEvaluator:
         if cell is None:
             raise ValueError(f"no cell of the sweep is {self.study.space.render(allocation)}")
         path = await run_cell(self.spec, self.root, cell, self._cells, self._engine_for)
-        records = read_run(path, finished=False).records  # as ttscale.read_records reads them
+        records = read_run(path, finished=False, tasks=load_task).records  # as ttscale.read_records reads them
         right = sum(bool(r.get("correct")) for r in records)
         low, high = wilson_interval(right, len(records))
         spent = [float((r.get("ledger") or {}).get("generated_tokens", 0))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ttscale.evals.base import load_task
 from ttscale.evals.metrics import pass_at_k, wilson_interval
 from ttscale.runstore.runs import RunData, RunLoadError, read_runs
 from ttscale.runstore.storage import CONFIG, SUMMARY
@@ -41,7 +42,7 @@ def load_runs(paths: str | Path | Iterable[str | Path], *, per: Literal["problem
     if per not in ("problem", "run"):
         raise ValueError(f"per must be 'problem' or 'run', got {per!r}")
     rows: list[dict[str, Any]] = []
-    for run in read_runs(paths):
+    for run in read_runs(paths, tasks=load_task):
         rows.extend(_problem_rows(run))
     frame = pd.DataFrame(rows)
     return run_table(frame) if per == "run" else frame

@@ -62,7 +62,7 @@ class ProbeSettings:
         check_range("top_p", self.top_p, 0, 1, low_open=True)
         check_positive("max_tokens", self.max_tokens)
         if self.verifier is not None:
-            from ttscale.search.score import check_verifier_spec
+            from ttscale.verifiers.loading import check_verifier_spec
 
             check_verifier_spec(self.verifier)
 
@@ -183,7 +183,7 @@ def _offline_scores(heads: Mapping[str, Sequence[Mapping[str, Any]]], *, problem
         return {}
     from ttscale.budget import Budget, Ledger
     from ttscale.context import Context
-    from ttscale.search.score import load_verifier
+    from ttscale.verifiers.loading import load_verifier
 
     scorer = load_verifier(verifier)
 

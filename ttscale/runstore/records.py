@@ -6,19 +6,25 @@
   verdict that is a string) is refused with one line naming the file, the problem and the field: a value a
   reader would silently turn into nonsense, or choke on with an internal exception, is an edited file;
 - a record of a problem that is not among the run's problems (its task's first `limit`, as config.json's
-  identity says) is left out, as summary.json leaves it out. Telling needs the task: it is loaded (once per
-  process and task) when that needs no network, and is the task the run asked (the same identity). Where it
-  is not (a hub dataset, a task missing on this machine, a file changed since), every record is kept, as
-  before this rule.
+  identity says) is left out, as summary.json leaves it out. Telling needs the task: the reader's caller hands
+  over a `TaskLoader` (the run store sits below the tasks and never imports them; `ttscale.evals.load_task` is
+  the one every reader above passes), and the task is loaded (once per process, loader and task) when that needs
+  no network, and is the task the run asked (the same identity). Where it is not (no loader, a hub dataset, a
+  task missing on this machine, a file changed since), every record is kept, as before this rule.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
+
+TaskLoader = Callable[..., Any]
+"""`load(spec, **options) -> task` (`ttscale.evals.load_task`): how a reader of runs gets a run's task, handed
+over by the layer above (the run store never imports the tasks). A task has `problems()`, `config()` and
+`grade(answer, problem)`, and may have `execute(answer, problem)` (a code task) and `path` (None: the hub's)."""
 
 #: Ledger fields that count something: whole numbers ≥ 0.
 _COUNTS = ("generated_tokens", "prompt_tokens", "cached_prompt_tokens", "calls", "samples", "cut_samples",
@@ -60,9 +66,12 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def task_problem_ids(identity: Mapping[str, Any]) -> frozenset[str] | None:
-    """The ids of the problems a run asked (config.json's `identity`), or None when this machine cannot tell
-    without the network, or the task here is not the one the run asked (see the module doc)."""
+def task_problem_ids(identity: Mapping[str, Any], *, tasks: TaskLoader | None) -> frozenset[str] | None:
+    """The ids of the problems a run asked (config.json's `identity`), with its task loaded by `tasks`; None when
+    there is no loader, this machine cannot tell without the network, or the task here is not the one the run
+    asked (see the module doc)."""
+    if tasks is None:
+        return None
     task, limit = identity.get("task"), identity.get("limit")
     if not isinstance(task, dict) or not isinstance(task.get("spec"), str) or task.get("hub") is not None:
         return None  # copied results, an edited config, or a hub dataset (loading it may wait on the network)
@@ -72,13 +81,11 @@ def task_problem_ids(identity: Mapping[str, Any]) -> frozenset[str] | None:
         key = json.dumps(task, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):
         return None
-    return _problem_ids(key, limit)
+    return _problem_ids(tasks, key, limit)
 
 
 @lru_cache(maxsize=32)
-def _problem_ids(task_identity: str, limit: int | None) -> frozenset[str] | None:
-    from ttscale.evals.base import load_task
-
+def _problem_ids(load_task: TaskLoader, task_identity: str, limit: int | None) -> frozenset[str] | None:
     stored = json.loads(task_identity)
     options = stored.get("options") or {}
     if not isinstance(options, dict):
@@ -108,4 +115,4 @@ def _shown(value: Any) -> str:
     return f"is {text if len(text) <= 40 else text[:37] + '...'};"
 
 
-__all__ = ["record_problem", "task_problem_ids"]
+__all__ = ["TaskLoader", "record_problem", "task_problem_ids"]

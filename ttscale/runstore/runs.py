@@ -12,7 +12,9 @@ the environment), results.jsonl (one record per finished problem) and summary.js
   newer than this code reads is refused in one line (`ttscale.runstore.runformat`);
 - each sample's correctness is the task grader's verdict the run stored; a sample of a run written before samples
   were graded (its `correct` reads as None) is graded here with its own task's grader (exact match when that task
-  cannot load on this machine);
+  cannot load on this machine, or no task loader was handed over);
+- the tasks come from the caller: `read_run(s)(..., tasks=load_task)` (`TaskLoader`; every reader above the run
+  store passes `ttscale.evals.load_task`), since the run store sits below the tasks and never imports them;
 - the model label comes from config.json's `identity.engine.model`.
 """
 
@@ -25,7 +27,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from ttscale.runstore.records import task_problem_ids
+from ttscale.runstore.records import TaskLoader, task_problem_ids
 from ttscale.runstore.runfiles import StorageError, parse_json
 from ttscale.runstore.runformat import migrate_config
 from ttscale.runstore.storage import CONFIG, RESULTS, SUMMARY, RunDir, RunDirError
@@ -69,6 +71,7 @@ class RunData:
     """Records of problems not among the run's own (its task's first `limit`), left out as summary.json leaves
     them (0 when the task cannot be loaded here without the network: see `ttscale.runstore.records`)."""
     _grade: Grade | None = field(default=None, repr=False, compare=False)
+    _tasks: TaskLoader | None = field(default=None, repr=False, compare=False)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -96,18 +99,22 @@ class RunData:
 
     @cached_property
     def _grader(self) -> Grade:
-        return self._grade or task_grader(self.identity)
+        return self._grade or task_grader(self.identity, tasks=self._tasks)
 
 
-def read_runs(paths: str | Path | Iterable[str | Path]) -> list[RunData]:
-    """The runs named by `paths` (run directories, or folders searched for them), each once, labelled apart."""
+def read_runs(paths: str | Path | Iterable[str | Path], *, tasks: TaskLoader | None = None) -> list[RunData]:
+    """The runs named by `paths` (run directories, or folders searched for them), each once, labelled apart;
+    `tasks` loads each run's task (see `read_run`)."""
     folders = find_runs(paths)
     labels = _labels(folders)
-    return [read_run(folder, label=labels[folder]) for folder in folders]
+    return [read_run(folder, label=labels[folder], tasks=tasks) for folder in folders]
 
 
-def read_run(path: str | Path, *, label: str | None = None, finished: bool = True) -> RunData:
-    """One run directory; RunLoadError (one line) when it is not one, or (`finished`) holds no finished problem."""
+def read_run(path: str | Path, *, label: str | None = None, finished: bool = True,
+             tasks: TaskLoader | None = None) -> RunData:
+    """One run directory; RunLoadError (one line) when it is not one, or (`finished`) holds no finished problem.
+    `tasks` loads the run's task (`ttscale.evals.load_task`), which tells its own problems from others and grades
+    samples stored ungraded; without it every record is kept and such samples are graded by exact match."""
     folder = Path(path)
     if finished and not (folder / RESULTS).is_file():
         raise RunLoadError(f"{str(folder)!r} is not a run directory (no {RESULTS})")
@@ -131,18 +138,18 @@ def read_run(path: str | Path, *, label: str | None = None, finished: bool = Tru
                       f"fault left unfinished left out (ttscale run --resume {folder} runs them again)",
                       UnfinishedWarning, stacklevel=2)
     config = _read_config(folder / CONFIG)
-    records, foreign = _belonging(records, config, where=folder / RESULTS)
+    records, foreign = _belonging(records, config, tasks=tasks, where=folder / RESULTS)
     if finished and not records:
         raise RunLoadError(f"{str(folder)!r} holds no finished problem yet ({RESULTS} is empty)")
-    return RunData(path=folder, label=label or folder.name, config=config,
-                   summary=_read_json(folder / SUMMARY), records=records, torn_tail=torn, foreign=foreign)
+    return RunData(path=folder, label=label or folder.name, config=config, summary=_read_json(folder / SUMMARY),
+                   records=records, torn_tail=torn, foreign=foreign, _tasks=tasks)
 
 
-def _belonging(records: list[dict[str, Any]], config: dict[str, Any], *,
+def _belonging(records: list[dict[str, Any]], config: dict[str, Any], *, tasks: TaskLoader | None,
                where: Path) -> tuple[list[dict[str, Any]], int]:
     """The records of the run's own problems (each checked as `RunDir` read it), and how many were left out."""
     identity = config.get("identity")
-    wanted = task_problem_ids(identity) if isinstance(identity, dict) else None
+    wanted = task_problem_ids(identity, tasks=tasks) if isinstance(identity, dict) else None
     if wanted is None:
         return records, 0
     kept = [r for r in records if str(r["id"]) in wanted]
@@ -198,15 +205,14 @@ def grade_samples(
     return verdicts
 
 
-def task_grader(identity: dict[str, Any]) -> Grade:
-    """grade(answer, reference) with the run's own task grader, cached; exact match if the task cannot load."""
+def task_grader(identity: dict[str, Any], *, tasks: TaskLoader | None) -> Grade:
+    """grade(answer, reference) with the run's own task grader (its task loaded by `tasks`), cached; exact match
+    if there is no loader or the task cannot load."""
     task_info = identity.get("task") or {}
     task = None
-    if task_info.get("spec"):
+    if task_info.get("spec") and tasks is not None:
         try:
-            from ttscale.evals.base import load_task
-
-            task = load_task(str(task_info["spec"]), **(task_info.get("options") or {}))
+            task = tasks(str(task_info["spec"]), **(task_info.get("options") or {}))
         except Exception:  # a dataset absent on this machine: fall back rather than refuse to read
             task = None
     from ttscale.schema import Problem

@@ -133,7 +133,9 @@ def _variables(runs: list[RunData], *, law: str, x: str) -> dict[str, Any]:
 
 def _load(paths: list[str | Path]) -> list[RunData]:
     try:
-        return [_fittable(run) for run in read_run_dirs(paths)]
+        from ttscale.evals.base import load_task
+
+        return [_fittable(run) for run in read_run_dirs(paths, tasks=load_task)]
     except RunLoadError as exc:
         raise FitInputError(str(exc)) from None
 

@@ -4,7 +4,7 @@ score aggregation, softmax allocation, and the `Search` object strategies call.
 Strategies in `ttscale.strategies` import from here; nothing here imports a strategy.
 """
 
-from ttscale.search.score import aggregate, allocate, load_verifier, logit, resample, softmax
+from ttscale.search.score import aggregate, allocate, logit, resample, softmax
 from ttscale.search.search import Search, SearchParams, Select
 from ttscale.search.steps import split_steps, step_end
 from ttscale.search.tree import LivePrefixes, Node, Tree
@@ -18,7 +18,6 @@ __all__ = [
     "Tree",
     "aggregate",
     "allocate",
-    "load_verifier",
     "logit",
     "resample",
     "softmax",

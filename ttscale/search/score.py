@@ -1,4 +1,4 @@
-"""Scores for search: step-score aggregation, softmax allocation and resampling, verifier loading.
+"""Scores for search: step-score aggregation, softmax allocation and resampling, a verifier spec's form.
 
 Pure functions over lists of floats (no engine), shared by every tree strategy and by ETS,
 whose node selection starts from the same REBASE allocation.
@@ -9,10 +9,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any, Literal
-
-from ttscale.verifiers import VERIFIERS
+from typing import Literal
 
 Aggregate = Literal["last", "min", "prod", "mean"]
 AGGREGATES: tuple[str, ...] = ("last", "min", "prod", "mean")
@@ -130,7 +127,9 @@ def logit(p: float, *, eps: float = 1e-6) -> float:
 
 
 def parse_verifier_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """`name` or `name:key=value,key=value` → (name, options as strings)."""
+    """`name` or `name:key=value,key=value` → (name, options as strings). Only the form: which names exist is
+    the verifier registry's (`ttscale.verifiers.check_verifier_spec`), above search: a caller hands `Search` the
+    verifier it loaded."""
     name, _, rest = spec.partition(":")
     options: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in rest.split(","))):
@@ -141,28 +140,3 @@ def parse_verifier_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not name.strip():
         raise ValueError(f"verifier spec must start with a name, got {spec!r}")
     return name.strip(), options
-
-
-@lru_cache(maxsize=32)
-def load_verifier(spec: str) -> Any:
-    """A verifier from its registry spec, built once per spec and shared by every problem of a run.
-
-    Sharing is safe because verifiers get the problem's context on every call; it matters for
-    model-based verifiers, which must not load a model per problem. Options are converted to
-    the factory's field types when the factory is a parameter dataclass.
-    """
-    import dataclasses
-
-    from ttscale.params import parse_params
-
-    name, options = parse_verifier_spec(spec)
-    factory = VERIFIERS.get(name)
-    if dataclasses.is_dataclass(factory) and isinstance(factory, type):
-        return parse_params(factory, options)
-    return factory(**options)
-
-
-def check_verifier_spec(spec: str) -> None:
-    """Refuse an unknown verifier name or a malformed spec at parameter time (before any engine starts)."""
-    name, _ = parse_verifier_spec(spec)
-    VERIFIERS.canonical(name)

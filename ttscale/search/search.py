@@ -2,7 +2,7 @@
 
 A strategy holds one `Search` per problem and reads like its paper's pseudocode:
 
-    search = Search(ctx, p)
+    search = Search(ctx, p, verifier=load_verifier(p.verifier))   # the strategy loads its verifier
     frontier = [search.root]
     while frontier and search.can_expand:
         children = await search.expand(frontier, n=p.width)     # every node's request at once
@@ -29,7 +29,7 @@ from ttscale.context import Context
 from ttscale.evals.base import extraction_of
 from ttscale.params import check_positive, check_range
 from ttscale.schema import Answer, Sample, SamplingParams
-from ttscale.search.score import AGGREGATES, Aggregate, aggregate, check_verifier_spec, load_verifier
+from ttscale.search.score import AGGREGATES, Aggregate, aggregate, parse_verifier_spec
 from ttscale.search.steps import DEFAULT_DELIMITER, Finish, step_end, unescape
 from ttscale.search.tree import LivePrefixes, Node, Tree
 from ttscale.selection import best_scored, majority_vote, weighted_vote
@@ -43,7 +43,9 @@ class SearchParams:
     """What every step-level tree search shares (strategies add their own fields by subclassing)."""
 
     verifier: str = "arithmetic"
-    """Process verifier: a name in VERIFIERS, optionally with options (`noisy_oracle:noise=0.3,seed=1`)."""
+    """Process verifier: a name in VERIFIERS, optionally with options (`noisy_oracle:noise=0.3,seed=1`). Its form
+    is checked here; its name by each strategy's parameters (`ttscale.verifiers.loading.check_verifier_spec`: the
+    registry sits above search), and the strategy hands `Search` the verifier it loads."""
     aggregate: Aggregate = "last"
     """How a path's step scores become one value: last, min, prod or mean."""
     select: Select = "weighted"
@@ -67,7 +69,7 @@ class SearchParams:
         object.__setattr__(self, "delimiter", unescape(self.delimiter))
         if not self.delimiter:
             raise ValueError("delimiter must be a non-empty string")
-        check_verifier_spec(self.verifier)
+        parse_verifier_spec(self.verifier)
         if self.aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
         if self.select not in SELECTS:
@@ -82,12 +84,14 @@ class SearchParams:
 class Search:
     """One problem's search: its tree, its verifier, and the metered door to the engine."""
 
-    def __init__(self, ctx: Context, p: SearchParams, *, verifier: Any = None, logprobs: bool = False) -> None:
+    def __init__(self, ctx: Context, p: SearchParams, *, verifier: Any, logprobs: bool = False) -> None:
         self.ctx = ctx
         self.p = p
         self.logprobs = logprobs
         """Ask the engine for the sampled tokens' log-probabilities; each step's mean goes to `Node.logprob`."""
-        self.verifier = verifier if verifier is not None else load_verifier(p.verifier)
+        self.verifier = verifier
+        """What scores the steps (`score_steps`): the caller's, loaded from `p.verifier`
+        (`ttscale.verifiers.loading.load_verifier`) or built by hand."""
         self.tree = Tree(ctx.prompt())
         self.rng = random.Random(f"{p.seed}:{ctx.problem.id}")
         """The strategy's random source: seeded per problem, so results do not depend on problem order."""

@@ -53,7 +53,8 @@ def load_results(root: str | Path) -> SweepResults:
     records = {}
     for cell in spec.cells():
         run_dir = cell_dir(root, cell).path
-        found = {str(r["id"]): r for r in read_run(run_dir, finished=False).records} if run_dir.is_dir() else {}
+        found = ({str(r["id"]): r for r in read_run(run_dir, finished=False, tasks=load_task).records}
+                 if run_dir.is_dir() else {})
         if wanted <= set(found):
             records[cell.id] = found
     return SweepResults(Path(root), spec, spec.cells(), task, problems, records)

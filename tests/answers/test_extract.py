@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from ttscale.evals.extract import MAX_SCAN, extract, extract_answer, last_boxed, last_number
+from ttscale.answers.extract import MAX_SCAN, extract, extract_answer, last_boxed, last_number
 
 CASES = [
     # boxed, nested, fbox, brace-less
