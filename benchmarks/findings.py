@@ -88,6 +88,9 @@ Records = list[list[dict[str, Any]]]
 
 #: F3 and F4's claim: the first is better (Δ > 0); their papers give no Δ to compute power at.
 BETTER = Claim(kind="better", value=0.0)
+#: The per-problem arrays the pool findings were read from, kept in --json so that what would decide F1, F2 and F8
+#: (benchmarks/deciding.py) can be computed again from the file without the engine.
+POOL_ARRAYS: dict[str, Any] = {}
 FINDINGS = ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9")
 
 def run(sync: SyncEngine, *, strategy: str, budget: str, params: dict[str, Any], task: str, limit: int,
@@ -148,6 +151,8 @@ def pool_findings(pools: Records, grade: Callable[[str | None, str], bool], k_ma
             cover[r, i] = [pass_at_k(n=len(flags), c=sum(flags), k=k) for k in ks]
             majority[r, i] = grouped_majority(answers, graded_by(grade, rec["id"]), ks)
     cover, majority = cover.mean(axis=0), majority.mean(axis=0)
+    POOL_ARRAYS.update(ks=ks, samples=samples.tolist(), right=right.tolist(), coverage=cover.tolist(),
+                       majority=majority.tolist())
     # F1 pools each problem's repeats (independent samples of one problem): pass@k stays unbiased for k ≤ K.
     rows = [("F1 coverage grows log-linearly in k", *coverage_law(samples, right, k_max)),
             ("F2 majority vote plateaus", *plateau(majority, cover, ks))]
@@ -306,7 +311,7 @@ def main() -> None:
     print(f"\n{provenance_line(origin)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(seconds, 1), **vars(args),
-                                               "provenance": origin}, indent=1))
+                                               "provenance": origin, "pool_arrays": POOL_ARRAYS or None}, indent=1))
 
 
 def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:
