@@ -220,6 +220,9 @@ def main_until_decided(args: argparse.Namespace, wanted: set[str]) -> None:
             if name.split()[0] in wanted:
                 rows.append((name, decide(sync, a=a, b=b, claim=claim, max_problems=args.max_problems,
                                           batch=args.batch, repeats=args.repeats, seconds=60 * args.time_cap)))
+                if args.json:  # after every finding: a run stopped part-way keeps the findings it decided
+                    Path(args.json).write_text(json.dumps({"rows": rows, **vars(args), "provenance": origin,
+                                                           "partial": True}, indent=1))
     finally:
         sync.close()
     print(f"until decided: looks every {args.batch} problems × {args.repeats} repeats up to {args.max_problems}, "
@@ -245,6 +248,16 @@ def main() -> None:
     tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
     sync = SyncEngine(deterministic=args.deterministic)
     rows: list[tuple[str, str, str]] = []
+    origin: dict[str, Any] = {}
+
+    def save(*, partial: bool) -> None:
+        # Written after every finding, so a run stopped part-way (a time limit on a shared machine) keeps the rows
+        # it finished; "partial" says the file is not the whole of --only.
+        if args.json:
+            Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(time.perf_counter() - began, 1),
+                                                   **vars(args), "provenance": origin, "partial": partial,
+                                                   "pool_arrays": POOL_ARRAYS or None}, indent=1))
+
     try:
         origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         common = {"task": "arithmetic", "limit": args.problems, "repeats": args.repeats}
@@ -254,6 +267,7 @@ def main() -> None:
             task = prepare(RunSpec(strategy="best_of_n", limit=args.problems)).task
             references = {p.id: p for p in task.problems()}
             rows += pool_findings(pools, lambda answer, pid: bool(task.grade(answer, references[pid])), args.pool)
+            save(partial=True)
 
         small = args.small_budget
         if "F3" in wanted:
@@ -263,6 +277,7 @@ def main() -> None:
             d = accuracy_difference(by_problem(sc, correct), by_problem(genrm, correct))
             rows.append(("F3 self-consistency ≥ GenRM at small budgets", above(d, 0),
                          f"at {small}: SC − GenRM accuracy {pts(d)} [{accuracy_evidence(d, BETTER)}]"))
+            save(partial=True)
 
         if "F4" in wanted:
             medium = {**common, "task": "arithmetic:2-3"}
@@ -272,6 +287,7 @@ def main() -> None:
             d = accuracy_difference(by_problem(beam, correct), by_problem(bon, correct))
             rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", above(d, 0),
                          f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)} [{accuracy_evidence(d, BETTER)}]"))
+            save(partial=True)
 
         if "F5" in wanted:
             wide = {**tree, "n": args.width}
@@ -281,6 +297,7 @@ def main() -> None:
                 ratio_of_means(per_problem(rebase, reference_kv), per_problem(ets, reference_kv)),
                 accuracy_difference(by_problem(ets, correct), by_problem(rebase, correct)))
             rows.append(("F5 ETS cuts KV at equal accuracy", found.verdict, f"width {args.width}: {found.measured}"))
+            save(partial=True)
 
         if "F6" in wanted:
             bon_all = run(sync, strategy="best_of_n", budget=small,
@@ -293,6 +310,7 @@ def main() -> None:
                     accuracy_difference(by_problem(astar, correct), by_problem(bon_all, correct)))
                 rows.append((f"F6 A* reaches best-of-N accuracy with fewer tokens ({setting})", found.verdict,
                              f"at {small}: {found.measured}"))
+                save(partial=True)
 
         if "F9" in wanted:
             rows.append(deepconf_row(sync, traces=args.pool, common=common))
@@ -309,9 +327,7 @@ def main() -> None:
     for name, result, detail in sorted(rows):
         print(f"| {name} | {result} | {detail} |")
     print(f"\n{provenance_line(origin)}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(seconds, 1), **vars(args),
-                                               "provenance": origin, "pool_arrays": POOL_ARRAYS or None}, indent=1))
+    save(partial=False)
 
 
 def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:
