@@ -88,6 +88,9 @@ Records = list[list[dict[str, Any]]]
 
 #: F3 and F4's claim: the first is better (Δ > 0); their papers give no Δ to compute power at.
 BETTER = Claim(kind="better", value=0.0)
+#: The per-problem arrays the pool findings were read from, kept in --json so that what would decide F1, F2 and F8
+#: (benchmarks/deciding.py) can be computed again from the file without the engine.
+POOL_ARRAYS: dict[str, Any] = {}
 FINDINGS = ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9")
 
 def run(sync: SyncEngine, *, strategy: str, budget: str, params: dict[str, Any], task: str, limit: int,
@@ -148,6 +151,8 @@ def pool_findings(pools: Records, grade: Callable[[str | None, str], bool], k_ma
             cover[r, i] = [pass_at_k(n=len(flags), c=sum(flags), k=k) for k in ks]
             majority[r, i] = grouped_majority(answers, graded_by(grade, rec["id"]), ks)
     cover, majority = cover.mean(axis=0), majority.mean(axis=0)
+    POOL_ARRAYS.update(ks=ks, samples=samples.tolist(), right=right.tolist(), coverage=cover.tolist(),
+                       majority=majority.tolist())
     # F1 pools each problem's repeats (independent samples of one problem): pass@k stays unbiased for k ≤ K.
     rows = [("F1 coverage grows log-linearly in k", *coverage_law(samples, right, k_max)),
             ("F2 majority vote plateaus", *plateau(majority, cover, ks))]
@@ -215,6 +220,9 @@ def main_until_decided(args: argparse.Namespace, wanted: set[str]) -> None:
             if name.split()[0] in wanted:
                 rows.append((name, decide(sync, a=a, b=b, claim=claim, max_problems=args.max_problems,
                                           batch=args.batch, repeats=args.repeats, seconds=60 * args.time_cap)))
+                if args.json:  # after every finding: a run stopped part-way keeps the findings it decided
+                    Path(args.json).write_text(json.dumps({"rows": rows, **vars(args), "provenance": origin,
+                                                           "partial": True}, indent=1))
     finally:
         sync.close()
     print(f"until decided: looks every {args.batch} problems × {args.repeats} repeats up to {args.max_problems}, "
@@ -240,6 +248,16 @@ def main() -> None:
     tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
     sync = SyncEngine(deterministic=args.deterministic)
     rows: list[tuple[str, str, str]] = []
+    origin: dict[str, Any] = {}
+
+    def save(*, partial: bool) -> None:
+        # Written after every finding, so a run stopped part-way (a time limit on a shared machine) keeps the rows
+        # it finished; "partial" says the file is not the whole of --only.
+        if args.json:
+            Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(time.perf_counter() - began, 1),
+                                                   **vars(args), "provenance": origin, "partial": partial,
+                                                   "pool_arrays": POOL_ARRAYS or None}, indent=1))
+
     try:
         origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         common = {"task": "arithmetic", "limit": args.problems, "repeats": args.repeats}
@@ -249,6 +267,7 @@ def main() -> None:
             task = prepare(RunSpec(strategy="best_of_n", limit=args.problems)).task
             references = {p.id: p for p in task.problems()}
             rows += pool_findings(pools, lambda answer, pid: bool(task.grade(answer, references[pid])), args.pool)
+            save(partial=True)
 
         small = args.small_budget
         if "F3" in wanted:
@@ -258,6 +277,7 @@ def main() -> None:
             d = accuracy_difference(by_problem(sc, correct), by_problem(genrm, correct))
             rows.append(("F3 self-consistency ≥ GenRM at small budgets", above(d, 0),
                          f"at {small}: SC − GenRM accuracy {pts(d)} [{accuracy_evidence(d, BETTER)}]"))
+            save(partial=True)
 
         if "F4" in wanted:
             medium = {**common, "task": "arithmetic:2-3"}
@@ -267,6 +287,7 @@ def main() -> None:
             d = accuracy_difference(by_problem(beam, correct), by_problem(bon, correct))
             rows.append(("F4 beam ≥ best-of-N at small budgets, medium levels", above(d, 0),
                          f"levels 2-3 at {small}: beam − best-of-N accuracy {pts(d)} [{accuracy_evidence(d, BETTER)}]"))
+            save(partial=True)
 
         if "F5" in wanted:
             wide = {**tree, "n": args.width}
@@ -276,6 +297,7 @@ def main() -> None:
                 ratio_of_means(per_problem(rebase, reference_kv), per_problem(ets, reference_kv)),
                 accuracy_difference(by_problem(ets, correct), by_problem(rebase, correct)))
             rows.append(("F5 ETS cuts KV at equal accuracy", found.verdict, f"width {args.width}: {found.measured}"))
+            save(partial=True)
 
         if "F6" in wanted:
             bon_all = run(sync, strategy="best_of_n", budget=small,
@@ -288,6 +310,7 @@ def main() -> None:
                     accuracy_difference(by_problem(astar, correct), by_problem(bon_all, correct)))
                 rows.append((f"F6 A* reaches best-of-N accuracy with fewer tokens ({setting})", found.verdict,
                              f"at {small}: {found.measured}"))
+                save(partial=True)
 
         if "F9" in wanted:
             rows.append(deepconf_row(sync, traces=args.pool, common=common))
@@ -304,9 +327,7 @@ def main() -> None:
     for name, result, detail in sorted(rows):
         print(f"| {name} | {result} | {detail} |")
     print(f"\n{provenance_line(origin)}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "seconds": round(seconds, 1), **vars(args),
-                                               "provenance": origin}, indent=1))
+    save(partial=False)
 
 
 def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:

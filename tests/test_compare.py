@@ -295,6 +295,18 @@ def test_ttscale_compare_is_the_library_function() -> None:
     assert ttscale.compare is compare and isinstance(Arm, type) and ttscale.comparison.compare is compare
 
 
+def test_the_rendering_is_its_own_module_and_still_exported_here() -> None:
+    # comparison.py was split by concern (issue 46): compare.json's Markdown lives in ttscale.comparison_markdown,
+    # and `from ttscale.comparison import markdown` (reporting, the CLI) is the same function.
+    import ttscale.comparison
+    import ttscale.comparison_markdown
+
+    assert ttscale.comparison.markdown is ttscale.comparison_markdown.markdown
+    assert "markdown" in ttscale.comparison.__all__
+    for module in (ttscale.comparison, ttscale.comparison_markdown):
+        assert len(Path(str(module.__file__)).read_text().splitlines()) < 400, module.__name__
+
+
 def test_the_cli_reads_directories_and_refuses_bad_input(compared: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(compared), "--json", "--out", str(tmp_path / "out")]) == 0

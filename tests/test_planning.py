@@ -94,6 +94,24 @@ def test_claims_parse_in_points_and_times() -> None:
     assert parse_claim("ratio:1.34") == Claim(kind="ratio", value=1.34)
 
 
+def test_one_grammar_serves_plan_and_until_decided() -> None:
+    # The sequential path reads accuracy claims exactly as plan does, and refuses a ratio naming what it allows.
+    for text in ("better:0", "better:-2", "equal:1", "not-worse:2.5", "not_worse:1"):
+        assert parse_claim(text, ratio=False) == parse_claim(text)
+    with pytest.raises(ValueError) as refused:
+        parse_claim("ratio:1.5", ratio=False, what="--until-decided")
+    message = str(refused.value)
+    assert message == ("--until-decided: 'ratio:1.5' is a cost ratio, which has no sequential boundary here; "
+                       "give better:T, equal:M or not-worse:M (points; better:0 = the first strategy more accurate)")
+    assert "\n" not in message
+    with pytest.raises(ValueError, match=r"^claim 'equal:0': equal's margin must be in \(0, 1\).*; give better:T, "
+                                         r"equal:M, not-worse:M \(points\) or ratio:H \(times\)$"):
+        parse_claim("equal:0")
+    with pytest.raises(ValueError, match=r"^'faster:2' is not a claim it can test; give better:T, equal:M, "
+                                         r"not-worse:M \(points\) or ratio:H"):
+        parse_claim("faster:2")
+
+
 def test_the_cli_prints_a_plan_and_refuses_bad_input(pilot: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", str(pilot), "--claim", "not-worse:60", "--sims", "500"]) == 0

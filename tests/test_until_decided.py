@@ -117,8 +117,8 @@ def test_the_fixed_size_plan_decides_either_way_and_none_on_the_line() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"until_decided": "ratio:1.5"}, "until_decided: 'ratio:1.5' is not a claim it can test; give better:T, "
-                                     "equal:M or not-worse:M"),
+    ({"until_decided": "ratio:1.5"}, "until_decided: 'ratio:1.5' is a cost ratio, which has no sequential boundary "
+                                     "here; give better:T, equal:M or not-worse:M"),
     ({"until_decided": "equal:0"}, "equal's margin must be in (0, 1)"),
     ({"until_decided": "better:0", "limit": 5}, "until_decided runs up to max_problems, not limit"),
     ({"until_decided": "better:0", "max_problems": 1}, "max_problems must be a whole number ≥ 2, got 1"),
@@ -142,6 +142,8 @@ def test_the_cli_refuses_bad_claims_in_one_line(tmp_path: Path, capsys: pytest.C
     bad = [
         ([*new, "--until-decided", "faster:2"], "compare: --until-decided: 'faster:2' is not a claim it can test; "
                                                 "give better:T, equal:M or not-worse:M (points"),
+        ([*new, "--until-decided", "ratio:2"], "compare: --until-decided: 'ratio:2' is a cost ratio, which has no "
+                                               "sequential boundary here; give better:T, equal:M or not-worse:M"),
         ([*new, "--until-decided", "better:x"], "--until-decided: claim 'better:x': 'x' is not a number; give"),
         ([*new, "--max-problems", "50"], "compare: --max-problems and --batch apply only with --until-decided"),
         ([*new, "--until-decided", "better:0", "--limit", "5"], "runs up to --max-problems N, not --limit"),

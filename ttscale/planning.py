@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.comparison import COMPARE, load_arms
+from ttscale.stats.claims import ALLOWED, ALLOWED_ACCURACY, parse_claim
 from ttscale.stats.paired import METRICS, pair_records
 from ttscale.stats.power import (
     Accuracy,
@@ -38,21 +39,7 @@ from ttscale.stats.proportions import paired_proportions
 DEFAULT_CLAIMS = ("better:0", "equal:1", "not-worse:1", "ratio:1.1")
 """The default cost claim is turned to 1/1.1 when the pilot's ratio is below 1 (A the cheaper)."""
 POWERS = (0.8, 0.9)
-_KINDS = {"better": "better", "equal": "equal", "not-worse": "not_worse", "not_worse": "not_worse", "ratio": "ratio"}
 _COST_METRICS = tuple(m.name for m in METRICS if m.kind == "ratio")
-
-
-def parse_claim(text: str) -> Claim:
-    """`better:T`, `equal:M`, `not-worse:M` (points) or `ratio:H` (times) as a Claim."""
-    kind, _, value = str(text).partition(":")
-    if kind.strip() not in _KINDS or not value.strip():
-        raise ValueError(f"claim {text!r}: give better:T, equal:M, not-worse:M (points) or ratio:H (times)")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"claim {text!r}: {value!r} is not a number") from None
-    name = _KINDS[kind.strip()]
-    return Claim(kind=name, value=number if name == "ratio" else number / 100)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -353,4 +340,5 @@ def _per_pair(records_a: dict[Any, Any], info_a: dict[str, Any], records_b: dict
                    wall_seconds=None if wall_a is None or wall_b is None else wall_a + wall_b)
 
 
-__all__ = ["DEFAULT_CLAIMS", "POWERS", "ClaimPlan", "Compute", "Plan", "parse_claim", "plan", "read_pilot"]
+__all__ = ["ALLOWED", "ALLOWED_ACCURACY", "DEFAULT_CLAIMS", "POWERS", "ClaimPlan", "Compute", "Plan", "parse_claim",
+           "plan", "read_pilot"]

@@ -30,6 +30,8 @@ import numpy as np
 
 from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.storage import RunDir
+from ttscale.stats.claims import ALLOWED_ACCURACY as ALLOWED
+from ttscale.stats.claims import parse_claim
 from ttscale.stats.power import Claim, accuracy_problems, accuracy_reachable, pilot_accuracy, tango_score
 from ttscale.stats.sequential import SequentialPlan, outcome
 
@@ -40,32 +42,12 @@ if TYPE_CHECKING:
 FILE = "until_decided.json"
 FORMAT = "ttscale.until_decided"
 VERSION = 1
-ALLOWED = "better:T, equal:M or not-worse:M (points; better:0 = the first strategy more accurate)"
 #: The cap when none is given: enough for a 10-point difference at the usual discordance (tests/stats).
 DEFAULT_MAX_PROBLEMS = 200
 METHOD = ("looks after every batch: the first n_k problems of every cell, the claim read off Tango's score statistic "
           "with the repeats' design effect against group-sequential critical values c_k (Lan and DeMets 1983 "
           "alpha spending, O'Brien-Fleming-like, ttscale.stats.sequential), keeping the chance of any false "
           "verdict over all looks at alpha")
-
-
-_KINDS = {"better": "better", "equal": "equal", "not-worse": "not_worse", "not_worse": "not_worse"}
-
-
-def parse(text: str, *, what: str = "until_decided") -> Claim:
-    """CLAIM as a sequential comparison takes it: an accuracy claim, in points; anything else one line naming them
-    (`what`: the name of the argument, for the message). The grammar of `ttscale plan --claim`, less ratios."""
-    kind, _, value = str(text).partition(":")
-    if kind.strip() not in _KINDS or not value.strip():
-        raise ValueError(f"{what}: {text!r} is not a claim it can test; give {ALLOWED}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{what}: claim {text!r}: {value.strip()!r} is not a number; give {ALLOWED}") from None
-    try:
-        return Claim(kind=_KINDS[kind.strip()], value=number / 100)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise ValueError(f"{what}: claim {text!r}: {exc}; give {ALLOWED}") from None
 
 
 def arguments(*, runs: Sequence[Any], resume: Any, limit: int | None, strategies: Sequence[str],
@@ -88,18 +70,18 @@ def arguments(*, runs: Sequence[Any], resume: Any, limit: int | None, strategies
 
 
 def plan_of(state: Mapping[str, Any]) -> SequentialPlan:
-    return SequentialPlan(claim=parse(state["claim"]), max_problems=int(state["max_problems"]),
+    return SequentialPlan(claim=parse_claim(state["claim"], ratio=False), max_problems=int(state["max_problems"]),
                           batch=int(state["batch"]))
 
 
 def settle(claim: str, max_problems: int | None, batch: int | None) -> dict[str, Any]:
     """The stored settings of a new sequential comparison (checked: bad values raise ValueError in one line)."""
-    parse(claim)
+    parsed = parse_claim(claim, ratio=False, what="until_decided")
     cap = DEFAULT_MAX_PROBLEMS if max_problems is None else max_problems
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 2:
         raise ValueError(f"max_problems must be a whole number ≥ 2, got {cap!r}")
     step = max(2, -(-cap // 10)) if batch is None else batch  # ten looks by default
-    plan = SequentialPlan(claim=parse(claim), max_problems=cap, batch=step)
+    plan = SequentialPlan(claim=parsed, max_problems=cap, batch=step)
     return {"format": FORMAT, "version": VERSION, "claim": claim, "claim_text": plan.claim.text(),
             "max_problems": cap, "batch": step, "alpha": plan.alpha, "spending": plan.spending, "method": METHOD,
             "looks_at": plan.looks, "critical_values": [round(float(c), 4) for c in plan.critical_values()],
@@ -271,4 +253,4 @@ def markdown_lines(state: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = ["ALLOWED", "DEFAULT_MAX_PROBLEMS", "FILE", "arguments", "fixed_size", "load", "look", "markdown_lines",
-           "parse", "read_look", "run", "settle"]
+           "read_look", "run", "settle"]

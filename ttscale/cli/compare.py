@@ -110,14 +110,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _check_until_decided(args: argparse.Namespace) -> None:
     """The sequential flags in the flags' own words (the library's errors name its arguments)."""
-    from ttscale.until_decided import parse
+    from ttscale.stats.claims import parse_claim
 
     if args.until_decided is None:
         if args.max_problems is not None or args.batch is not None:
             raise UsageError("compare: --max-problems and --batch apply only with --until-decided CLAIM")
         return
     try:
-        parse(args.until_decided, what="--until-decided")
+        parse_claim(args.until_decided, ratio=False, what="--until-decided")
     except ValueError as exc:
         raise UsageError(f"compare: {exc}") from None
     if args.limit is not None:

@@ -1,0 +1,43 @@
+"""The one claim grammar of `ttscale plan --claim` and `ttscale compare --until-decided` (`parse_claim`, also
+`ttscale.planning.parse_claim`): `better:T`, `equal:M`, `not-worse:M` in points, `ratio:H` in times. It sits here,
+beside the Claim it makes, because the planner (a layer above ttscale.comparison) and the sequential driver that
+ttscale.comparison calls (ttscale.until_decided) both read claims through it: in either of them the other would
+import upwards.
+"""
+
+from __future__ import annotations
+
+from ttscale.stats.power import Claim
+
+_KINDS = {"better": "better", "equal": "equal", "not-worse": "not_worse", "not_worse": "not_worse", "ratio": "ratio"}
+
+#: The claims `parse_claim` reads, in the words its errors give them.
+ALLOWED = "better:T, equal:M, not-worse:M (points) or ratio:H (times)"
+#: The accuracy claims alone, as a sequential comparison (ttscale.until_decided) takes them: its boundaries are for
+#: Tango's score statistic, and a cost ratio has none there.
+ALLOWED_ACCURACY = "better:T, equal:M or not-worse:M (points; better:0 = the first strategy more accurate)"
+
+
+def parse_claim(text: str, *, ratio: bool = True, what: str | None = None) -> Claim:
+    """`better:T`, `equal:M`, `not-worse:M` (points) or `ratio:H` (times) as a Claim: the one claim grammar of
+    `ttscale plan --claim` and `ttscale compare --until-decided`. `ratio=False` refuses a ratio (a sequential
+    comparison tests accuracy claims only); `what` names the argument in the one-line error."""
+    allowed = ALLOWED if ratio else ALLOWED_ACCURACY
+    head = f"{what}: " if what else ""
+    kind, _, value = str(text).partition(":")
+    name = _KINDS.get(kind.strip())
+    if name is None or not value.strip():
+        raise ValueError(f"{head}{text!r} is not a claim it can test; give {allowed}")
+    if name == "ratio" and not ratio:
+        raise ValueError(f"{head}{text!r} is a cost ratio, which has no sequential boundary here; give {allowed}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{head}claim {text!r}: {value.strip()!r} is not a number; give {allowed}") from None
+    try:
+        return Claim(kind=name, value=number if name == "ratio" else number / 100)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ValueError(f"{head}claim {text!r}: {exc}; give {allowed}") from None
+
+
+__all__ = ["ALLOWED", "ALLOWED_ACCURACY", "parse_claim"]
