@@ -7,11 +7,14 @@ of what was dropped when the output arrives as the candidate exits, a NUL in a f
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import ttscale.sandbox.sandbox as sandbox_module
 from tests.sandbox.conftest import SQUARE, SQUARE_TEST
 from ttscale.sandbox import Limits
+from ttscale.sandbox._isolation import IsolationError, _wait_for_maps
 from ttscale.sandbox.sandbox import execute
 
 LIMITS = Limits(wall_seconds=10.0, cpu_seconds=1.0, memory_mib=512, processes=8, output_kib=16)
@@ -136,3 +139,23 @@ def test_a_limit_hit_by_top_level_test_asserts_is_named() -> None:
     execution = execute("namespaces", LIMITS, SQUARE, test, None)
     assert execution.status == "failed", execution
     assert execution.reason.endswith(": memory limit: 64 MiB per process, 512 MiB for the execution"), execution
+
+
+def test_a_parent_that_could_not_write_the_id_maps_stops_the_candidate_with_that_reason() -> None:
+    # The candidate waits on a pipe for its parent's one-byte answer about the uid/gid maps: "k" lets it go on, any
+    # other answer (or none: the parent died) must stop it with an error that says what failed, since that reason is
+    # the only line the user gets back from a sandbox that refuses to start.
+    for answer in (b"x", b""):
+        read_end, write_end = os.pipe()
+        os.write(write_end, answer)
+        os.close(write_end)
+        with pytest.raises(IsolationError, match=r"^writing the uid/gid maps of the new user namespace failed$"):
+            _wait_for_maps(read_end)
+        with pytest.raises(OSError):
+            os.fstat(read_end)  # closed either way: the candidate keeps no descriptor of the set-up
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"k")
+    os.close(write_end)
+    _wait_for_maps(read_end)
+    with pytest.raises(OSError):
+        os.fstat(read_end)
