@@ -37,9 +37,10 @@ from provenance import provenance, provenance_line
 
 from ttscale.budget import Budget
 from ttscale.engine import EngineConfig, SyncEngine
+from ttscale.pipeline import execute
 from ttscale.routing.allocation import Allocator, with_total_budget
 from ttscale.routing.policy import LearnOptions, Policy, candidate_key
-from ttscale.runner import RunSpec, execute, prepare
+from ttscale.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, learn_from_sweep

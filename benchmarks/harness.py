@@ -47,7 +47,8 @@ from typing import Any
 
 from provenance import provenance, provenance_line
 
-from ttscale.runner import RunSpec, execute, prepare
+from ttscale.pipeline import execute
+from ttscale.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.testing import LatencyConfig, LatencyEngine, LatencyModel
 
@@ -242,7 +243,8 @@ class SimulatedSpec(RunSpec):
 def ray_scaling(workers: list[int], *, problems: int) -> None:
     import os
 
-    from ttscale.distributed import DistributedConfig, run_distributed
+    from ttscale.distributed import DistributedConfig
+    from ttscale.pipeline import on_workers
 
     model = LatencyModel.h100_1p5b()
     cores = os.cpu_count() or 1
@@ -259,7 +261,7 @@ def ray_scaling(workers: list[int], *, problems: int) -> None:
             config = DistributedConfig(workers=count, cpus_per_worker=cores / max(workers))
             start = time.perf_counter()
             with run_dir.open_for_writing():
-                summary, _ = asyncio.run(run_distributed(prepared, run_dir, config, progress=False))
+                summary, _ = asyncio.run(on_workers(prepared, run_dir, config, progress=False))
             total = time.perf_counter() - start
         seconds = float(summary["wall_seconds"])  # the problems alone: Ray's and the workers' start apart
         rate = problems / seconds

@@ -39,7 +39,8 @@ from provenance import provenance, provenance_line
 
 from ttscale.engine import EngineConfig, SyncEngine
 from ttscale.engine.vllm import VLLMEngine
-from ttscale.runner import RunSpec, execute, prepare
+from ttscale.pipeline import execute
+from ttscale.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.schema import SamplingParams as Params
 

@@ -196,13 +196,8 @@ async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: EngineClient | 
         return await run_problems(prepared, run_dir, _nothing_left, concurrency=1, progress=progress,
                                   progress_file=terminal.err)
     if distributed is not None:
-        from ttscale.distributed.pool import WorkerPool
-
-        async with WorkerPool(prepared=prepared, config=distributed) as pool:
-            summary = await run_problems(prepared, run_dir, pool.solve, concurrency=pool.capacity,
-                                         progress=progress, progress_file=terminal.err)
-            summary["workers"] = pool.stats()
-            engines = pool.engines
+        summary, engines = await on_workers(prepared, run_dir, distributed, progress=progress,
+                                            progress_file=terminal.err)
         if unrecorded:
             record_engine(run_dir, {"workers": engines})
         return summary
@@ -260,6 +255,19 @@ async def execute(prepared: Prepared, engine: EngineClient, run_dir: RunDir, *, 
     solver, on_progress = engine_solver(prepared, engine)
     return await run_problems(prepared, run_dir, solver, concurrency=prepared.spec.concurrency, progress=progress,
                               progress_file=progress_file, on_progress=on_progress)
+
+
+async def on_workers(prepared: Prepared, run_dir: RunDir, config: DistributedConfig, *, progress: bool = True,
+                     progress_file: IO[str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run every unfinished problem on a pool of Ray workers (one engine each), append the records and write
+    summary.json; returns the summary and the workers' engine descriptions. `run_dir` is held open by the caller."""
+    from ttscale.distributed.pool import WorkerPool
+
+    async with WorkerPool(prepared=prepared, config=config) as pool:
+        summary = await run_problems(prepared, run_dir, pool.solve, concurrency=pool.capacity, progress=progress,
+                                     progress_file=progress_file)
+        summary["workers"] = pool.stats()
+        return summary, pool.engines
 
 
 async def run_problems(
