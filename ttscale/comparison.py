@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ttscale import environments
 from ttscale.comparison_markdown import markdown
 from ttscale.environments import EnvironmentNote
+from ttscale.evals.base import load_task
 from ttscale.routing.policy import candidate_key
 from ttscale.runstore import runs
 from ttscale.runstore.names import COMPARE, check_out_folder
@@ -299,10 +300,7 @@ def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = Non
 
 
 def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One run directory's config.json and finished records (through ttscale.runstore.runs, as fit and report read
-    it)."""
-    from ttscale.evals.base import load_task
-
+    """One run's config.json and finished records (through ttscale.runstore.runs, as fit and report read it)."""
     run = runs.read_run(path, finished=False, tasks=load_task)
     return run.config, run.records
 
