@@ -374,3 +374,15 @@ def ttscale_records(path: Path) -> list[dict[str, Any]]:
 
     return read_run(path)[1]
 
+
+
+def test_a_comparison_keeps_the_time_it_was_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # compare.json is written from to_dict() and a caller may ask again later: both must say the same `created`
+    # (the real-engine test compares them and failed when a second ticked over between the two).
+    from ttscale import comparison
+    from ttscale.comparison import CompareOptions, Comparison
+
+    result = Comparison((), (), CompareOptions())
+    first = result.to_dict()["created"]
+    monkeypatch.setattr(comparison.time, "strftime", lambda *a: "2099-01-01T00:00:00+0000")
+    assert result.to_dict()["created"] == first != "2099-01-01T00:00:00+0000"

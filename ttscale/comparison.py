@@ -112,6 +112,8 @@ class Comparison:
     """Per pair, what the arms' engine environments say (None: they agree, or either is unknown)."""
     until_decided: Mapping[str, Any] | None = None
     """A comparison that stopped when decided: its claim, looks and stop (ttscale.until_decided); None: fixed size."""
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    """When it was computed: compare.json and to_dict() say the same, however late either is asked."""
 
     @property
     def verdicts(self) -> list[str]:
@@ -125,7 +127,7 @@ class Comparison:
             "format": FORMAT,
             "version": VERSION,
             "ttscale_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "created": self.created,
             "directory": None if self.directory is None else str(self.directory),
             "method": {
                 "pairing": "records are paired by problem id and run seed (by repeat order when the arms' seeds "
@@ -145,8 +147,7 @@ class Comparison:
             },
             "metrics": {m.name: {"label": m.label, "kind": m.kind, "source": m.source} for m in METRICS},
             "arms": [a.summary() for a in self.arms],
-            "pairs": [environments.pair_dict(p, n) for p, n in itertools.zip_longest(self.pairs,
-                                                                                      self.environment_notes)],
+            "pairs": [environments.pair_dict(*pn) for pn in itertools.zip_longest(self.pairs, self.environment_notes)],
             "verdicts": self.verdicts,
             **({"until_decided": dict(self.until_decided)} if self.until_decided is not None else {}),
         }
@@ -156,7 +157,6 @@ class Comparison:
 
 
 # -- the library call ------------------------------------------------------------------------------
-
 
 def compare(
     *,
@@ -287,7 +287,6 @@ def write(result: Comparison, directory: str | Path) -> Comparison:
 
 
 # -- reading runs into arms ------------------------------------------------------------------------
-
 
 def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = None) -> Comparison:
     """Read the directories into arms and compare every pair of arms (in the order they were given)."""
