@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 import ttscale
+from tests.strategies.test_sleep_time import _Scripted
 from ttscale.evals.base import load_task
-from ttscale.schema import Completion, Generation, Problem, SamplingParams
+from ttscale.schema import Problem
 from ttscale.strategies.sleep_time import (
     FINISH,
     NOTES_FIRST,
@@ -28,30 +29,17 @@ from ttscale.testing.policy import SimulatedArithmeticPolicy
 ONE_CONTEXT = {"task": "arithmetic_stateful:1", "task_options": {"queries": 2, "per_level": 1}}  # 1 context × 2
 
 
-class Scripted(SimulatedArithmeticPolicy):
-    """The simulator whose rethink passes write `notes` in turn (then the finish marker); it keeps the chat messages
-    and sampling parameters of every request."""
+class Scripted(_Scripted):
+    """tests/strategies/test_sleep_time.py's scripted simulator (rethink passes write `notes` in turn, then the
+    finish marker; the sampling parameters of every request kept), which also keeps every request's chat messages."""
 
     def __init__(self, notes: list[str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.notes = list(notes)
+        super().__init__(notes, **kwargs)
         self.messages: list[list[dict[str, str]]] = []
-        self.asked: list[tuple[str, SamplingParams]] = []
 
     def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
         self.messages.append([dict(m) for m in messages])
         return super().chat_prompt(messages, add_generation_prompt=add_generation_prompt)
-
-    async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        text = self.detokenize(list(prompt))
-        self.asked.append((text, params))
-        if "Your notes so far:" not in text:
-            return await super().generate(prompt, params, seed=seed)
-        self.requests.append({"prompt": list(prompt), "n": params.n, "max_tokens": params.max_tokens})
-        ids = self.tokenize(self.notes.pop(0) if self.notes else FINISH)[: params.max_tokens]
-        self.generated_tokens += len(ids)
-        return Generation(completions=(Completion(text=self.detokenize(ids), token_ids=tuple(ids)),),
-                          prompt_tokens=len(prompt))
 
 
 def _stage(run: ttscale.Run) -> dict[str, Any]:

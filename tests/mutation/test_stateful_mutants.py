@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.evals.test_stateful import _no_data_dir_env, write_jsonl  # noqa: F401  (an autouse fixture: used by being here)
 from ttscale.evals.base import load_task
-from ttscale.evals.datasets import DATA_DIR_ENV, SPECS
+from ttscale.evals.datasets import SPECS
 from ttscale.evals.stateful import (
     NAMES,
     StatefulArithmeticTask,
@@ -33,14 +34,6 @@ _ONE = re.compile(r"How many \w+ does (\w+) have\?")
 _TWO = re.compile(r"How many \w+ do (\w+) and (\w+) have together\?")
 
 
-@pytest.fixture(autouse=True)
-def _no_data_dir_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 # -- sentences ------------------------------------------------------------------------------------------------------
