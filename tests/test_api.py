@@ -180,6 +180,26 @@ def test_run_and_sweep_work_inside_a_running_event_loop(tmp_path: Path) -> None:
     assert stored["spec"]["engine"]["model"] == model and stored["command"][0] == "ttscale.sweep"
 
 
+def test_a_sweep_called_again_with_another_grid_in_the_same_out_is_refused_and_touches_nothing(
+        tmp_path: Path) -> None:
+    from tests.adaptive.sim import SeededSimulator, model_dir
+
+    model, sim, out = str(model_dir(tmp_path)), SeededSimulator(seed=1), tmp_path / "sweep"
+    args = dict(strategies=["best_of_n n=2 max_tokens=40"], task="arithmetic:1-3", limit=2, model=model, engine=sim,
+                out=out, progress=False)
+    first = ttscale.sweep(budgets=["200"], **args)  # type: ignore[arg-type]
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for other, differ in ((dict(budgets=["400"]), "budgets"), (dict(budgets=["200"], limit=3), "limit"),
+                          (dict(budgets=["200"], strategies=["self_consistency max_tokens=40"]), "grid")):
+        with pytest.raises(ValueError) as refused:
+            ttscale.sweep(**{**args, **other})  # type: ignore[arg-type]
+        assert str(refused.value) == (f"{str(out)!r} already holds a sweep of another grid ({differ} differ): "
+                                      f"finish it with out={str(out)!r} alone, or pick another out")
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing run
+    again = ttscale.sweep(budgets=["200"], **args)  # type: ignore[arg-type]  # the same call finishes it
+    assert again.cells == first.cells
+
+
 def test_engine_args_are_routed_into_the_engine_config_and_checked(tmp_path: Path) -> None:
     from tests.adaptive.sim import SeededSimulator, model_dir
 

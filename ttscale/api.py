@@ -173,10 +173,12 @@ def sweep(
     the `openai` backend) instead of engines in this process. Works inside a running event loop too.
     `deterministic`: as for `run` (engines ttscale starts only). An engine the sweep starts writes its output to
     the sweep's engine.log (`verbose=True`: to this terminal).
-    Calling again with the same `out` finishes an interrupted sweep (its stored grid is the one run), and so
-    does `out` alone, with no strategies. `command`: what sweep.json records as the command (default this call).
+    Calling again with the same `out` and grid finishes an interrupted sweep, and so does `out` alone, with no
+    strategies; another grid in that `out` is refused (the stored one would run in its place). `command`: what
+    sweep.json records as the command (default this call).
     """
     from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
+    from ttscale.sweeps.grid import refuse_other_grid
     from ttscale.sweeps.outcomes import best_at_compute, load_results, sweep_table
 
     refuse_in_spawned_bootstrap("ttscale.sweep")
@@ -201,8 +203,10 @@ def sweep(
                          seeds=tuple(seeds), task=task, task_options=dict(task_options or {}), limit=limit,
                          engine=config, backend="vllm" if server is None else backend_for(server), server=server,
                          concurrency=concurrency, subsample=subsample, holdout=holdout)
-        if (root / SWEEP).is_file():
-            spec = load_spec(root)
+        if (root / SWEEP).is_file():  # the same call again finishes it; another grid is refused
+            stored = load_spec(root)
+            refuse_other_grid(stored, spec, root)
+            spec = stored
         else:
             create_sweep(spec, root, command=list(command) if command else ["ttscale.sweep", *strategies])
     drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, verbose=verbose))

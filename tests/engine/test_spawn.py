@@ -7,6 +7,7 @@ import multiprocessing
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -46,11 +47,14 @@ def test_a_process_spawned_inside_main_left_alone_does_not_run_the_script_again(
     assert (tmp_path / "top-level.txt").read_text().splitlines() == ["MainProcess", "SpawnProcess-2"]
 
 
-def test_main_left_alone_restores_the_main_module() -> None:
-    main = sys.modules["__main__"]
+def test_main_left_alone_restores_the_main_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A script's main module, whatever runs this test (pytest's own script, or an xdist worker's built-in one).
+    main = types.ModuleType("__main__")
+    main.__file__ = "/somewhere/script.py"
+    monkeypatch.setitem(sys.modules, "__main__", main)
     with main_left_alone():
         inside = sys.modules["__main__"]
-    assert sys.modules["__main__"] is main and getattr(main, "__file__", None) is not None  # pytest's own script
+    assert sys.modules["__main__"] is main and main.__file__ == "/somewhere/script.py"
     assert inside is not main and inside.__name__ == "__main__" and inside.__spec__ is None
     assert getattr(inside, "__file__", None) is None
 

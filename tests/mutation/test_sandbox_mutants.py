@@ -204,10 +204,6 @@ SHOW = "import os\nprint(sorted(os.environ), os.getcwd())\n"
 LEFT = "ttscale-sandbox-"
 
 
-def _workdirs() -> set[str]:
-    return {p.name for p in Path(sandbox_module.tempfile.gettempdir()).iterdir() if p.name.startswith(LEFT)}
-
-
 @pytest.fixture(scope="module")
 def sandbox() -> Sandbox:
     return Sandbox(limits=SMALL)
@@ -285,9 +281,20 @@ def test_nothing_that_runs_is_a_sandbox_unavailable_naming_the_last_reason(monke
         sandbox_module._detect()
 
 
-def test_the_candidate_sees_only_its_environment_at_every_level_and_entry(sandbox: Sandbox) -> None:
+def test_the_candidate_sees_only_its_environment_at_every_level_and_entry(sandbox: Sandbox,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The host directories these runs create, recorded as they are made: other processes (a second test worker)
+    # may make and remove sandbox directories of their own in /tmp meanwhile.
+    made: list[str] = []
+    mkdtemp = sandbox_module.tempfile.mkdtemp
+
+    def recorded(*args: Any, **kwargs: Any) -> str:
+        made.append(mkdtemp(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(sandbox_module.tempfile, "mkdtemp", recorded)
     for level in ("namespaces", "rlimits") if sandbox.level == "namespaces" else ("rlimits",):
-        before = _workdirs()
+        made.clear()
         done = execute(level, SMALL, SHOW, "", None)
         done_async = asyncio.run(execute_async(level, SMALL, SHOW, "", None))
         for execution in (done, done_async):
@@ -298,7 +305,10 @@ def test_the_candidate_sees_only_its_environment_at_every_level_and_entry(sandbo
             assert names == str(sorted({*sandbox_module._ENV, "HOME", "TMPDIR"}))
             # rlimits: a fresh host directory as cwd, removed afterwards; namespaces: its own tmpfs at /tmp.
             assert cwd.startswith(f"/tmp/{LEFT}") if level == "rlimits" else cwd == "/tmp\n"
-        assert _workdirs() == before
+        # rlimits: one directory per run, each the candidate's cwd, all removed; namespaces: none on the host.
+        assert [f"{path}\n" for path in made] == ([done.output.rsplit(" ", 1)[1], done_async.output.rsplit(" ", 1)[1]]
+                                                  if level == "rlimits" else [])
+        assert not any(Path(path).exists() for path in made)
 
 
 def test_the_async_entry_runs_at_the_sandboxs_level(sandbox: Sandbox) -> None:

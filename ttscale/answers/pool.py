@@ -172,8 +172,11 @@ class WorkerPool:
 
     def __del__(self) -> None:
         # A pool dropped without close(): end its workers now rather than at interpreter exit.
-        with contextlib.suppress(Exception):  # at interpreter shutdown anything may be gone
+        # Not contextlib.suppress: at interpreter shutdown the module's globals (contextlib among them) may be None.
+        try:  # noqa: SIM105
             self.close()
+        except Exception:  # at interpreter shutdown anything may be gone
+            pass
 
     def close(self) -> None:
         """Stop every worker. The pool cannot be used afterwards."""

@@ -225,6 +225,21 @@ def load_spec(root: str | Path) -> SweepSpec:
         raise ValueError(f"cannot read {path}: {exc}") from None
 
 
+SCHEDULING_ONLY = frozenset({"concurrency", "server"})
+"""Sweep settings that change how cells run, not what they hold (a server's key and address may change)."""
+
+
+def refuse_other_grid(stored: SweepSpec, given: SweepSpec, root: str | Path) -> None:
+    """A ValueError naming what differs when `root` holds a sweep of another grid than the one `given`: calling
+    again with the same folder finishes that sweep; it must not silently run the stored grid in place of another."""
+    old, new = stored.to_dict(), SweepSpec.from_dict(given.to_dict()).to_dict()
+    differing = sorted(key for key in old.keys() | new.keys() if key not in SCHEDULING_ONLY
+                       and old.get(key) != new.get(key))
+    if differing:
+        raise ValueError(f"{str(root)!r} already holds a sweep of another grid ({', '.join(differing)} differ): "
+                         f"finish it with out={str(root)!r} alone, or pick another out")
+
+
 def cell_dir(root: str | Path, cell: Cell) -> RunDir:
     return RunDir(Path(root) / "cells" / cell.id)
 
