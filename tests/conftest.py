@@ -28,11 +28,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 ENGINE_FIXTURES = frozenset({"sync_engine", "api_engine"})
 """The session's real engine: a test that asks for it starts vLLM (10-25 s), which the fast suite must not."""
-ENGINE_GROUP = "session-engine"
-"""The pytest-xdist group of the tests that share the session's engine (one worker runs them all)."""
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group markers added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # A slow marker put on the wrong test once left a real-engine test in the fast suite (`-m "not slow"` started
     # the engine). Refused at collection, naming the tests, before anything runs.
@@ -40,15 +37,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None]
     if unmarked:
         raise pytest.UsageError(f"tests that start the real engine must be marked slow: {', '.join(unmarked)}")
-    # `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`). The tests that share the session's
-    # engine go to one worker as one group, so the engine starts once, not once per worker (a module whose tests
-    # must run in order on one worker names a group of its own, or this one if it also uses the engine); and the
-    # slow tests are handed out first, so the long ones do not start last while the other worker sits idle (the
-    # fast tests fill the gaps around them).
-    for item in items:
-        if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # `make test` runs the suite on two pytest-xdist workers, a test file at a time (`--dist loadfile`: README's
+    # commands run in order in one file, and a file's module fixtures are made once). The files that hold slow tests
+    # are handed out first, so a long one does not start last while the other worker sits idle; each file keeps its
+    # own order.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,12 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ENGINE_GROUP
 from tests.readme_blocks import LIMIT, README, SMALL, Block, Command, blocks, commands, shrink, shrink_python
-
-# In order on one pytest-xdist worker: a block's later commands read what its earlier ones wrote, and its real-engine
-# commands share the session's engine (so the group is the engine's).
-pytestmark = pytest.mark.xdist_group(ENGINE_GROUP)
 
 REPO = README.parent
 

@@ -184,7 +184,7 @@ def test_a_hung_request_times_out_and_is_retried(vllm_server: str) -> None:
     def handler(method: str, path: str, body: Any) -> Reply | None:
         if method == "POST" and not hung:
             hung.append(True)
-            hang(3.0)  # past the client's 1 s timeout
+            hang(8.0)  # past the client's timeout
             return json_reply({"error": {"message": "too late"}}, status=500)
         return None
 
@@ -193,7 +193,8 @@ def test_a_hung_request_times_out_and_is_retried(vllm_server: str) -> None:
         async def use(engine: OpenAIEngine) -> Any:
             return await engine.generate(engine.chat_prompt(QUESTION), SamplingParams(max_tokens=4))
 
-        generation = engine_run(config(proxy.url, request_timeout=1.0, backoff_base=0.05), use)
+        # 3 s: room for the real answer of the retry while a second test worker shares the two cores.
+        generation = engine_run(config(proxy.url, request_timeout=3.0, backoff_base=0.05), use)
     assert len(generation.completions) == 1 and len(proxy.posts()) == 2
 
 

@@ -29,10 +29,9 @@ from ttscale.sandbox.sandbox import execute
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.shmat.restype = ctypes.c_void_p
 _MACHINE = os.uname().machine
-# One pytest-xdist worker runs this module: its tests compare the host's SysV IPC objects before and after a
-# candidate, and a second worker's module fixture would create its own objects in between.
-pytestmark = [pytest.mark.skipif(_MACHINE not in SYSCALLS, reason=f"no system call numbers for {_MACHINE}"),
-              pytest.mark.xdist_group("host-ipc")]
+# Its tests compare the host's SysV IPC objects before and after a candidate: `make test`'s pytest-xdist workers take
+# a file at a time (`--dist loadfile`), so no second worker's module fixture makes objects of its own in between.
+pytestmark = pytest.mark.skipif(_MACHINE not in SYSCALLS, reason=f"no system call numbers for {_MACHINE}")
 NR = SYSCALLS.get(_MACHINE, (0, {}))[1]
 KEY_SPEC_SESSION, KEY_SPEC_USER = -3, -4
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_UNLINK, KEYCTL_READ = 1, 9, 11
