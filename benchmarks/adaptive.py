@@ -40,7 +40,7 @@ from ttscale.engine import EngineConfig, SyncEngine
 from ttscale.pipeline import execute
 from ttscale.routing.allocation import Allocator, with_total_budget
 from ttscale.routing.policy import LearnOptions, Policy, candidate_key
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, learn_from_sweep

@@ -11,7 +11,7 @@ F1 Large Language Monkeys: coverage grows log-linearly in k — coverage(k) = ex
    both on every bootstrap resample of problems: wholly above m → reproduced, wholly below −m (the ceiling predicts
    better) → not reproduced, else (as well as each other) inconclusive.
 F2 majority vote plateaus — from the same pools, the votes grouped by equivalence (12, 12.0 and 12.00 are one
-   vote, as `ttscale.selection.majority_vote` counts them): maj@K − maj@K/4 with its interval inside ±m, while
+   vote, as `ttscale.kit.selection.majority_vote` counts them): maj@K − maj@K/4 with its interval inside ±m, while
    coverage still grows (coverage@K − coverage@K/4 > m) and the vote wins somewhere (maj@K/4 > m) → reproduced;
    the interval wholly outside ±m → not reproduced.
 F3 self-consistency ≥ GenRM at small budgets (Singhi et al.) — accuracy at one small budget.
@@ -79,7 +79,7 @@ from verdicts import (
 
 from ttscale.engine import SyncEngine
 from ttscale.evals.metrics import pass_at_k
-from ttscale.runner import RunSpec, prepare, solve
+from ttscale.running.runner import RunSpec, prepare, solve
 from ttscale.stats.power import Claim
 
 Records = list[list[dict[str, Any]]]

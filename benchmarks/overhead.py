@@ -40,7 +40,7 @@ from provenance import provenance, provenance_line
 from ttscale.engine import EngineConfig, SyncEngine
 from ttscale.engine.vllm import VLLMEngine
 from ttscale.pipeline import execute
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.schema import SamplingParams as Params
 

@@ -34,10 +34,10 @@ from typing import Any
 from provenance import provenance, provenance_line
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.engine import SyncEngine
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.params import params_class, parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class, parse_params
 from ttscale.schema import Answer, Generation, Problem, SamplingParams
 from ttscale.strategies import STRATEGIES
 

@@ -64,10 +64,10 @@ import numpy as np
 from evidence import Measured
 
 from ttscale.evals.metrics import majority_at_k
+from ttscale.kit.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 from ttscale.scaling import FitInputError, fit_coverage_from_samples
 from ttscale.scaling.coverage import LAW, pass_at_k
 from ttscale.scaling.result import fit_profile_curves
-from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 from ttscale.stats.bootstrap import resample_counts
 from ttscale.stats.power import Claim
 from ttscale.stats.proportions import paired_proportions
@@ -350,11 +350,11 @@ def saturation(coverage: np.ndarray, ks: Sequence[int], *, margin: float = MARGI
 
 
 def vote_groups(answers: Sequence[str | None]) -> list[str | None]:
-    """Each answer's vote group as `ttscale.selection.majority_vote` counts it (None: abstains).
+    """Each answer's vote group as `ttscale.kit.selection.majority_vote` counts it (None: abstains).
 
     The key is `normalize_answer` (the grader's canonical form, exact values for numbers: 12, 12.0 and 12.00 are
     one vote), and groups math-verify calls equal are folded by the vote's own rule
-    (`ttscale.selection.symbolic_leaders`, over the `SYMBOLIC.groups` most-voted groups).
+    (`ttscale.kit.selection.symbolic_leaders`, over the `SYMBOLIC.groups` most-voted groups).
     """
     from ttscale.answers.canonical import exact_number
 

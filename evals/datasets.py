@@ -33,7 +33,7 @@ GSM8K_INSTRUCTION = (
 )
 
 
-#: What a MATH-style benchmark suggests (`ttscale.params.task_defaults`). search-and-learn's MATH-500 settings
+#: What a MATH-style benchmark suggests (`ttscale.kit.params.task_defaults`). search-and-learn's MATH-500 settings
 #: (huggingface/search-and-learn, src/sal/config.py: max_tokens 2048, num_iterations 40) cap every step's request
 #: at that same max_tokens (src/sal/search/beam_search.py `_beam_search`; diverse_verifier_tree_search.py: 2048),
 #: so a step is cut only where the whole solution would be; GenRM's verification chains get 1024 tokens
@@ -141,7 +141,7 @@ class DatasetTask:
         return math_equal(prediction, problem.reference, timeout=self.timeout)
 
     def param_defaults(self) -> dict[str, Any]:
-        """Strategy parameters suggested for this benchmark (see `ttscale.params.task_defaults`)."""
+        """Strategy parameters suggested for this benchmark (see `ttscale.kit.params.task_defaults`)."""
         return dict(self.spec.param_defaults)
 
     def config(self) -> dict[str, Any]:

@@ -29,8 +29,8 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, Select
 from ttscale.verifiers.loading import check_verifier_spec, load_verifier

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams
 from ttscale.verifiers.loading import check_verifier_spec, load_verifier

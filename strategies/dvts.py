@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import strategy
+from ttscale.kit.context import Context
+from ttscale.kit.params import strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search
 from ttscale.strategies.beam import BeamShapeParams

@@ -53,8 +53,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, allocate
 from ttscale.search.ets_ilp import Selection, select_nodes

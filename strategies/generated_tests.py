@@ -36,9 +36,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
-from ttscale.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
 from ttscale.schema import Answer, Problem, SamplingParams
 from ttscale.verifiers.loading import check_verifier_spec
 

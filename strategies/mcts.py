@@ -55,8 +55,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import LivePrefixes, Node, Search, SearchParams, softmax
 from ttscale.verifiers.loading import check_verifier_spec, load_verifier

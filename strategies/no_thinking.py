@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
-from ttscale.sampling import vote_or_verify
+from ttscale.blocks.sampling import vote_or_verify
+from ttscale.blocks.thinking import ThinkingParams, finished_thinking, sampling, thinking_format
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
 from ttscale.schema import Answer, Problem
-from ttscale.thinking import ThinkingParams, finished_thinking, sampling, thinking_format
 from ttscale.verifiers.loading import check_verifier_spec
 
 #: The paper's prefilled thought.

@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Search, SearchParams
 from ttscale.search.rounds import reward_balanced

@@ -15,12 +15,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ttscale.capabilities import pool_replay
-from ttscale.context import Context
-from ttscale.params import strategy
-from ttscale.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.kit.capabilities import pool_replay
+from ttscale.kit.context import Context
+from ttscale.kit.params import strategy
+from ttscale.kit.selection import majority_vote, weighted_vote
 from ttscale.schema import Answer, Problem, Sample
-from ttscale.selection import majority_vote, weighted_vote
 from ttscale.verifiers.loading import check_verifier_spec
 
 

@@ -328,8 +328,8 @@ def test_majority_at_k_groups_equivalent_answers() -> None:
 
 
 def test_vote_groups_count_as_majority_vote_does() -> None:
+    from ttscale.kit.selection import majority_vote
     from ttscale.schema import Sample
-    from ttscale.selection import majority_vote
 
     pools: list[Sequence[str | None]] = [["x+1", "1+x", "(x+1)", "2x", "2x", "\\frac{1}{2}"],
                                          ["0.5", "1/2", "\\dfrac12", "3", "3", "3"],
@@ -389,7 +389,7 @@ def test_findings_pool_rows_use_the_rules() -> None:
 
 
 def test_ets_regime_reads_equal_accuracy_by_the_same_rule() -> None:
-    from ttscale.comparison import Arm, CompareOptions, Comparison
+    from ttscale.comparisons.paired import Arm, CompareOptions, Comparison
     from ttscale.stats.paired import compare_pair
 
     ets_regime = _benchmark("ets_regime")

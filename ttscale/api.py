@@ -33,14 +33,14 @@ from ttscale.engine import backend_for
 from ttscale.engine.base import EngineConfig
 from ttscale.engine.spawn import refuse_in_spawned_bootstrap
 from ttscale.pipeline import Finished
-from ttscale.session import Engine, call_config, drive, engine_config, stamp
+from ttscale.running.session import Engine, call_config, drive, engine_config, stamp
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ttscale.distributed import DistributedConfig
     from ttscale.engine.base import EngineClient
     from ttscale.engine.openai import OpenAIConfig
+    from ttscale.running.distributed import DistributedConfig
     from ttscale.scaling.result import Fit
 
 
@@ -91,7 +91,7 @@ def run(
     {"tensor_parallel_size": 2, "quantization": "fp8"}; checked before anything starts), or as `engine_config`
     (a whole EngineConfig) says. `server`: a served model (an OpenAIConfig: the `openai` backend) instead of an
     engine in this process. `distributed`: the problems spread over Ray workers, one engine each (a
-    `ttscale.distributed.DistributedConfig`). Works inside a running event loop (a notebook) too.
+    `ttscale.running.distributed.DistributedConfig`). Works inside a running event loop (a notebook) too.
     `deterministic=True`: samples that do not depend on the batch or the concurrency (`EngineConfig.deterministic`;
     refused in one line where the device cannot); None keeps the engine settings' own mode.
     `resume`: None = calling again with the same `out` resumes: the settings must be the run's, and only unfinished
@@ -104,7 +104,7 @@ def run(
     where its log was kept.
     """
     from ttscale.pipeline import carry_out  # the pipeline `ttscale run` calls too, looked up when called
-    from ttscale.runner import RunSpec
+    from ttscale.running.runner import RunSpec
 
     refuse_in_spawned_bootstrap("ttscale.run")  # before the run's folder is read or locked
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,

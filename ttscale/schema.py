@@ -92,7 +92,7 @@ class Completion:
     """Per position, the top alternatives (decoded token → log-probability), when requested with logprobs > 0."""
     finish_reason: FinishReason = "stop"
     confidences: tuple[float, ...] | None = None
-    """Per position, DeepConf's token confidence (`ttscale.confidence.token_confidence` of every candidate the
+    """Per position, DeepConf's token confidence (`ttscale.engine.confidence.token_confidence` of every candidate the
     engine returned there, computed from its raw log-probs: two candidates that decode alike both count), when
     requested with logprobs > 0."""
 

@@ -167,7 +167,7 @@ def _cli(argv: list[str]) -> subprocess.CompletedProcess[str]:
 def test_a_problem_the_server_kept_failing_is_unfinished_exits_1_and_resume_runs_it(tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from ttscale.models import resolve_model
+    from ttscale.engine.models import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("embedded"))
     broken = {"p1"}

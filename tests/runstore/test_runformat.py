@@ -19,7 +19,7 @@ import pytest
 import ttscale
 from ttscale.cli import main
 from ttscale.engine.base import EngineConfig
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.run_config import check_resume, write_config
 from ttscale.runstore.runformat import FORMAT_VERSION, RunFormatError, migrate_config, migrate_record, stamp_record
 from ttscale.runstore.runs import RunLoadError, read_run

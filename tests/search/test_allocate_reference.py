@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.context import Context
-from ttscale.params import params_class, parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class, parse_params
 from ttscale.search import Node, Search, allocate
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.schema import Answer, Completion, Generation, SamplingParams
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.latency import ASSISTANT, EOS

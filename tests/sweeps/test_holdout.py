@@ -22,10 +22,10 @@ from tests.adaptive.sim import (
     synthetic_problems,
 )
 from ttscale.cli import main
-from ttscale.problem_engine import ProblemEngine
 from ttscale.routing.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
 from ttscale.routing.policy import Difficulty, LearnOptions, Policy, learn_policy
 from ttscale.routing.savings import baseline_tokens, tokens_saved
+from ttscale.running.problem_engine import ProblemEngine
 from ttscale.schema import SamplingParams
 from ttscale.sweeps import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, holdout_cells, learn_from_sweep
@@ -259,7 +259,7 @@ def test_a_verifier_bin_policy_routes_a_live_problem_by_its_probes_verifier_scor
 
     from tests.adaptive.sim import prepared_for
     from ttscale.routing.difficulty import ProbeSettings
-    from ttscale.runner import solve
+    from ttscale.running.runner import solve
 
     policy = learn_policy(outcomes=synthetic_outcomes(), difficulty=verifier_difficulty(),
                           options=LearnOptions(bins="verifier"), candidates=CANDIDATES,  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _show_params(args: argparse.Namespace) -> int:
-    from ttscale.params import describe_params, params_class, task_defaults
+    from ttscale.kit.params import describe_params, params_class, task_defaults
 
     kind, _, name = args.params.rpartition(":")
     if kind not in ("", "strategy", "verifier"):

@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.confidence import token_confidence
 from ttscale.engine.backend import Backend
 from ttscale.engine.base import (
     EngineConfig,
@@ -27,6 +26,7 @@ from ttscale.engine.base import (
     context_length,
     environ_defaults,
 )
+from ttscale.engine.confidence import token_confidence
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.engine.determinism import determinants, file_hashes, gpu_settings
@@ -106,7 +106,7 @@ class VLLMEngine(HFTokenizerMixin):
     @classmethod
     async def start(cls, config: EngineConfig) -> VLLMEngine:
         from ttscale.engine.args import parse_engine_args
-        from ttscale.models import resolve_model
+        from ttscale.engine.models import resolve_model
 
         # vLLM and torch emit deprecation chatter on import that says nothing to a ttscale user.
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"(vllm|torch)(\.|$)")
@@ -241,7 +241,7 @@ class VLLMEngine(HFTokenizerMixin):
 
     @functools.cached_property
     def _hashes(self) -> dict[str, str | None]:
-        from ttscale.models import cache_dir
+        from ttscale.engine.models import cache_dir
 
         return file_hashes(self.model_path, cache=cache_dir() / "digests.json")
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from ttscale.budget import Budget, BudgetError, Ledger
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
     from ttscale.routing.difficulty import ProbeSettings
     from ttscale.routing.policy import Policy
 
@@ -143,8 +143,9 @@ class Allocator:
 
 
 class _Funded(Protocol):
-    """What `with_total_budget` reads of a prepared run (`ttscale.runner.Prepared`, a dataclass of the running layer
-    above, which routing never imports): its per-problem budget and the meters its ledgers convert with."""
+    """What `with_total_budget` reads of a prepared run (`ttscale.running.runner.Prepared`, a dataclass of the
+    running layer above, which routing never imports): its per-problem budget and the meters its ledgers convert
+    with."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ttscale.evals.metrics import bootstrap_mean
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 from ttscale.routing.difficulty import (
     Features,
     Predictor,

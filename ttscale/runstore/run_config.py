@@ -22,19 +22,20 @@ if TYPE_CHECKING:
 
 
 class Prepared(Protocol):
-    """What the run store reads of a prepared run (`ttscale.runner.Prepared`, handed down by the running layer
+    """What the run store reads of a prepared run (`ttscale.running.runner.Prepared`, handed down by the running layer
     above, which the run store never imports): its spec, stored as config.json's `spec`, and its identity."""
 
     @property
     def spec(self) -> Any:
-        """The run's `ttscale.run_spec.RunSpec` (a dataclass)."""
+        """The run's `ttscale.running.run_spec.RunSpec` (a dataclass)."""
 
     def identity(self) -> dict[str, Any]:
         """The part of config.json that must match for `--resume`."""
         ...
 
 
-#: A `ttscale.run_spec.RunSpec`: the run store reads its fields by name and never imports the layer that defines it.
+#: A `ttscale.running.run_spec.RunSpec`: the run store reads its fields by name and never imports the layer that
+#: defines it.
 RunSpec = Any
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ttscale.engine.base import EngineClient
 from ttscale.pipeline import run_cell as run_into
-from ttscale.runner import Prepared, prepare
+from ttscale.running.runner import Prepared, prepare
 from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.run_config import redact_argv
 from ttscale.runstore.storage import CONFIG, ENGINE_LOG, SUMMARY, RunDir
@@ -72,7 +72,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
             if engine is not None:
                 return engine
             if own is None:
-                from ttscale.launch import start_logged
+                from ttscale.running.launch import start_logged
 
                 quiet = spec.server is None and not verbose  # a served model's start prints nothing here
                 own = await start_logged(spec.server or replace(spec.engine, seed=s),
@@ -84,7 +84,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
                 await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log, problems=problems)
         finally:
             if own is not None:
-                from ttscale.logs import capture_output
+                from ttscale.engine.logs import capture_output
 
                 # vLLM logs its shutdown too: into the same log as its start.
                 with capture_output(Path(root) / ENGINE_LOG if spec.server is None and not verbose else None):

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ttscale.engine.base import check_watched
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.script import ASSISTANT, EOS, OFFSET, USER, Script, first_stop, judge, stop_len
 

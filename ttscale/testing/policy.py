@@ -34,15 +34,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ttscale.confidence import token_confidence
 from ttscale.engine.base import check_watched
+from ttscale.engine.confidence import token_confidence
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.latency import ASSISTANT, EOS, CharTokenizer
 from ttscale.testing.script import first_stop
 from ttscale.verifiers.safe_eval import safe_eval
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
 
 _EXPRESSION = re.compile(r"Calculate (.+?)\. Give")
 _STATED = re.compile(r"=\s*(-?\d+)")
@@ -218,8 +218,8 @@ def make_context(
 ) -> Context:
     """A Context for one arithmetic problem whose engine is the simulated policy."""
     from ttscale.budget import Budget, Ledger
-    from ttscale.context import Context
     from ttscale.evals.arithmetic import ArithmeticTask
+    from ttscale.kit.context import Context
 
     task = task or ArithmeticTask(levels=(1, 2, 3), per_level=20)
     problem = task.problems()[problem_index]
