@@ -51,3 +51,12 @@ def test_the_table_imports_nothing_until_a_former_path_is_asked_for() -> None:
             "import ttscale.context; print('ttscale.kit.context' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "True"]
+
+
+def test_the_shared_engine_handle_keeps_the_name_users_write() -> None:
+    # renamed for what it is (a handle several calls share, not an engine backend); README writes ttscale.Engine
+    from ttscale.running.session import SharedEngine
+
+    assert ttscale.Engine is ttscale.SharedEngine is SharedEngine
+    assert "Engine" in ttscale.__all__ and "SharedEngine" in ttscale.__all__
+    assert not hasattr(importlib.import_module("ttscale.running.session"), "Engine")

@@ -16,7 +16,10 @@ from ttscale.registry import Registry
 from ttscale.schema import Answer, Completion, Generation, Problem, RunRecord, Sample, SamplingParams
 from ttscale.version import __version__
 
-_API = ("run", "sweep", "fit", "report", "Engine", "Run", "Sweep", "read_records")
+_API = ("run", "sweep", "fit", "report", "SharedEngine", "Run", "Sweep", "read_records")
+#: Public names that were renamed, by what users write: `ttscale.Engine` is the shared engine handle
+#: (`ttscale.running.session.SharedEngine`), not an engine backend (`ttscale.engine`).
+_RENAMED = {"Engine": "SharedEngine"}
 _REGISTRIES = {"STRATEGIES": "ttscale.strategies", "TASKS": "ttscale.evals", "VERIFIERS": "ttscale.verifiers"}
 
 FORMER_PATHS = {
@@ -60,7 +63,9 @@ if not any(type(finder).__qualname__ == "_FormerPaths" for finder in sys.meta_pa
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time `__getattr__` imports it on first use
     from ttscale.allocsearch.run import AllocationSearch, allocate
-    from ttscale.api import Engine, Run, Sweep, fit, read_records, report, run, sweep
+    from ttscale.api import Run, SharedEngine, Sweep, fit, read_records, report, run, sweep
+
+    Engine = SharedEngine
     from ttscale.comparisons.paired import compare
     from ttscale.comparisons.planning import plan
     from ttscale.evals import TASKS
@@ -79,6 +84,7 @@ def __getattr__(name: str) -> Any:
         from ttscale.reporting.frames import load_runs
 
         return load_runs
+    name = _RENAMED.get(name, name)
     if name in _API:  # the one-call API (ttscale.api): engines start only when used
         from ttscale import api
 
@@ -115,6 +121,7 @@ __all__ = [
     "RunRecord",
     "Sample",
     "SamplingParams",
+    "SharedEngine",
     "Sweep",
     "__version__",
     "allocate",

@@ -27,13 +27,13 @@ from typing import IO, TYPE_CHECKING, Any
 from ttscale.runstore.storage import RunDirError
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
     from ttscale.engine.logs import Terminal
     from ttscale.running.distributed import DistributedConfig
     from ttscale.running.progress import Progress
     from ttscale.running.run_spec import RunSpec
     from ttscale.running.runner import Prepared, Solver
-    from ttscale.running.session import Engine
+    from ttscale.running.session import SharedEngine
     from ttscale.running.signals import NoteStops
     from ttscale.runstore.storage import RunDir
 
@@ -63,7 +63,7 @@ def carry_out(
     spec: RunSpec,
     *,
     out: str | Path | None = None,
-    engine: Engine | EngineClient | None = None,
+    engine: SharedEngine | AsyncEngine | None = None,
     resume: bool | None = None,
     distributed: DistributedConfig | None = None,
     progress: bool = False,
@@ -108,7 +108,7 @@ def carry_out(
         check_resume(run_dir, prepared, config=stored)
     recorded = bool(((stored or {}).get("environment") or {}).get("engine"))  # a new run's engine: once started
 
-    async def work(on: EngineClient | None) -> dict[str, Any]:
+    async def work(on: AsyncEngine | None) -> dict[str, Any]:
         if started is not None:
             started()
         return await _launch(prepared, run_dir, resuming=resuming, recorded=recorded, engine=on,
@@ -135,7 +135,7 @@ def _with_stored_params(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
     return replace(spec, params={**{k: v for k, v in stored.items() if k in settable}, **given})
 
 
-async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, recorded: bool, engine: EngineClient | None,
+async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, recorded: bool, engine: AsyncEngine | None,
                   distributed: DistributedConfig | None, progress: bool, log: bool,
                   argv: list[str] | None) -> dict[str, Any]:
     """Run `prepared` into `run_dir`, held open for writing throughout, and return its summary.
@@ -182,7 +182,7 @@ async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, record
             raise start_error(exc, kept) from exc
 
 
-async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: EngineClient | None,
+async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: AsyncEngine | None,
                  distributed: DistributedConfig | None, progress: bool, terminal: Terminal,
                  stops: NoteStops, unrecorded: bool) -> dict[str, Any]:
     """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
@@ -240,13 +240,13 @@ def writing_cell(run_dir: RunDir, prepared: Prepared, engine: dict[str, Any] | N
         yield
 
 
-async def run_cell(prepared: Prepared, run_dir: RunDir, engine: EngineClient, *, progress: bool = False) -> None:
+async def run_cell(prepared: Prepared, run_dir: RunDir, engine: AsyncEngine, *, progress: bool = False) -> None:
     """Run a sweep cell's unfinished problems on `engine` (shared by the cells of its seed) into `run_dir`."""
     with writing_cell(run_dir, prepared, engine.describe()):
         await execute(prepared, engine, run_dir, progress=progress)
 
 
-async def execute(prepared: Prepared, engine: EngineClient, run_dir: RunDir, *, progress: bool = True,
+async def execute(prepared: Prepared, engine: AsyncEngine, run_dir: RunDir, *, progress: bool = True,
                   progress_file: IO[str] | None = None) -> dict[str, Any]:
     """Run every unfinished problem on `engine` (in this process), append its record as it finishes, and write
     summary.json; `run_dir` is held open for writing by the caller."""
@@ -261,9 +261,9 @@ async def on_workers(prepared: Prepared, run_dir: RunDir, config: DistributedCon
                      progress_file: IO[str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run every unfinished problem on a pool of Ray workers (one engine each), append the records and write
     summary.json; returns the summary and the workers' engine descriptions. `run_dir` is held open by the caller."""
-    from ttscale.running.distributed.pool import WorkerPool
+    from ttscale.running.distributed.pool import RayWorkerPool
 
-    async with WorkerPool(prepared=prepared, config=config) as pool:
+    async with RayWorkerPool(prepared=prepared, config=config) as pool:
         summary = await run_problems(prepared, run_dir, pool.solve, concurrency=pool.capacity, progress=progress,
                                      progress_file=progress_file)
         summary["workers"] = pool.stats()

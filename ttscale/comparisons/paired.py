@@ -43,8 +43,8 @@ from ttscale.strategies import STRATEGIES
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient, EngineConfig
-    from ttscale.running.session import Engine
+    from ttscale.engine.base import AsyncEngine, EngineConfig
+    from ttscale.running.session import SharedEngine
 
 FORMAT = "ttscale.compare"
 VERSION = 1
@@ -178,7 +178,7 @@ def compare(
     resamples: int = 2000,
     seed: int = 0,
     group: Group = "config",
-    engine: Engine | EngineClient | None = None,
+    engine: SharedEngine | AsyncEngine | None = None,
     progress: bool = True,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     command: list[str] | None = None,

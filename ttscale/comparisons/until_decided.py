@@ -36,7 +36,7 @@ from ttscale.stats.power import Claim, accuracy_problems, accuracy_reachable, pi
 from ttscale.stats.sequential import SequentialPlan, outcome
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
     from ttscale.sweeps import SweepSpec
 
 FILE = "until_decided.json"
@@ -107,7 +107,7 @@ def save(root: str | Path, state: Mapping[str, Any]) -> None:
     RunDir(Path(root)).write_json(FILE, dict(state))
 
 
-async def run(spec: SweepSpec, root: str | Path, state: dict[str, Any], *, engine: EngineClient | None,
+async def run(spec: SweepSpec, root: str | Path, state: dict[str, Any], *, engine: AsyncEngine | None,
               progress: bool = True, log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
               verbose: bool = False) -> dict[str, Any]:
     """Look after look until one decides or the cap is reached; each look saved as it is read. An engine started
@@ -117,7 +117,7 @@ async def run(spec: SweepSpec, root: str | Path, state: dict[str, Any], *, engin
     from ttscale.sweeps import run_sweep
 
     plan = plan_of(state)
-    own: EngineClient | None = None
+    own: AsyncEngine | None = None
     try:
         while state["stopped"] is None:
             index = len(state["looks"])

@@ -19,7 +19,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
 
 
 class Backend:
@@ -34,7 +34,7 @@ class Backend:
     False: the command line offers one flag per field of `config`, generated, which the default `from_flags` reads."""
 
     @classmethod
-    async def start(cls, config: Any) -> EngineClient:
+    async def start(cls, config: Any) -> AsyncEngine:
         """Start the engine `config` (an instance of `config`, or an EngineConfig for the in-process engine)
         describes, inside the running event loop."""
         raise NotImplementedError(f"{cls.__name__} does not define start()")

@@ -107,7 +107,7 @@ class OpenAIEngine(HFTokenizerMixin):
             raise
         return engine
 
-    # -- EngineClient protocol ------------------------------------------------------------------------
+    # -- AsyncEngine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         body: dict[str, Any] = {
             "model": self.config.model,

@@ -84,7 +84,7 @@ def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None, 
 
 
 class VLLMEngine(HFTokenizerMixin):
-    """`EngineClient` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses
+    """`AsyncEngine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses
     it."""
 
     def __init__(
@@ -147,7 +147,7 @@ class VLLMEngine(HFTokenizerMixin):
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         return cls(llm, tokenizer, config, model_path, device, cpu_plan)
 
-    # -- EngineClient protocol ------------------------------------------------------------------------
+    # -- AsyncEngine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         # Only the finished request comes back: streaming every step to Python costs throughput.
         request, vllm_params = _request(prompt, params, seed=seed, stream=False)

@@ -21,7 +21,7 @@ T = TypeVar("T")
 Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient, Prompt, TokenWatch
+    from ttscale.engine.base import AsyncEngine, Prompt, TokenWatch
     from ttscale.evals.base import Task
     from ttscale.sandbox import Execution, Sandbox
 
@@ -30,7 +30,7 @@ class Context:
     """Everything one problem's strategy may use: the prompt, the metered engine, the task's grader."""
 
     def __init__(
-        self, *, problem: Problem, task: Task, engine: EngineClient, ledger: Ledger, stages: StageStore | None = None
+        self, *, problem: Problem, task: Task, engine: AsyncEngine, ledger: Ledger, stages: StageStore | None = None
     ) -> None:
         self.problem = problem
         self.task = task

@@ -18,14 +18,14 @@ from ttscale.engine.base import EngineFatalError, environ_defaults
 from ttscale.engine.logs import capture_output
 
 if TYPE_CHECKING:
-    from ttscale.engine import EngineClient
+    from ttscale.engine import AsyncEngine
 
 
 class EngineStartError(RuntimeError):
     """The engine failed before any problem finished; the message names where its log was kept."""
 
 
-async def start_logged(config: Any, *, log: Path | None) -> EngineClient:
+async def start_logged(config: Any, *, log: Path | None) -> AsyncEngine:
     """Start the engine `config` describes (`ttscale.engine.start_engine`) as a run starts its own: what vLLM, torch
     and the engine's processes print goes to `log`, appended (None: to this terminal, `--verbose`), and a start
     that fails raises EngineStartError naming the log. For the engines a sweep, a comparison, an allocation search

@@ -7,12 +7,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.engine.base import EngineClient, Prompt, TokenWatch, watched_generate
+from ttscale.engine.base import AsyncEngine, Prompt, TokenWatch, watched_generate
 from ttscale.running.progress import Progress
 from ttscale.schema import Generation, SamplingParams
 
 
-class ProblemEngine:
+class SeededEngine:
     """The engine as one problem sees it: each request carries a seed of its own.
 
     The seed hashes the run seed, the problem id, the request (prompt and sampling parameters) and
@@ -21,7 +21,7 @@ class ProblemEngine:
     problem's samples are the same with 1 worker or 8 and when a dead worker's problem is redone.
     """
 
-    def __init__(self, engine: EngineClient, *, run_seed: int, problem_id: str,
+    def __init__(self, engine: AsyncEngine, *, run_seed: int, problem_id: str,
                  progress: Progress | None = None) -> None:
         self._engine = engine
         self._progress = progress
@@ -29,9 +29,9 @@ class ProblemEngine:
         self._prefix = f"{run_seed}\x00{problem_id}\x00".encode()
         self._seen: Counter[bytes] = Counter()
 
-    def for_problem(self, problem_id: str) -> ProblemEngine:
+    def for_problem(self, problem_id: str) -> SeededEngine:
         """The same engine seeded for another id (a stage that problems share is seeded by its own key)."""
-        return ProblemEngine(self._engine, run_seed=self._run_seed, problem_id=problem_id, progress=self._progress)
+        return SeededEngine(self._engine, run_seed=self._run_seed, problem_id=problem_id, progress=self._progress)
 
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         return await self._counted(self._engine.generate, prompt, params, seed=seed)

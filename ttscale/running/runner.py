@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.engine import ENGINES
-from ttscale.engine.base import EngineClient, context_length, is_fatal
+from ttscale.engine.base import AsyncEngine, context_length, is_fatal
 from ttscale.engine.determinism import refuse_served
 from ttscale.engine.models import ModelError
 from ttscale.kit.capabilities import capabilities
@@ -27,7 +27,7 @@ from ttscale.kit.params import params_class, parse_params
 from ttscale.kit.params import task_defaults as suggested_params
 from ttscale.kit.stages import StageStore
 from ttscale.messages import one_line
-from ttscale.running.problem_engine import ProblemEngine
+from ttscale.running.problem_engine import SeededEngine
 from ttscale.running.progress import Progress
 from ttscale.running.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
 from ttscale.runstore.runs import grade_samples
@@ -227,7 +227,7 @@ async def solve_problems(
     return faults
 
 
-def engine_solver(prepared: Prepared, engine: EngineClient) -> tuple[Solver, Callable[[Progress], None]]:
+def engine_solver(prepared: Prepared, engine: AsyncEngine) -> tuple[Solver, Callable[[Progress], None]]:
     """A solver of `prepared`'s problems on `engine` in this process, and the hook that hands it the live progress
     tracker (it reports each request's tokens as they come)."""
     tracker: Progress | None = None
@@ -243,7 +243,7 @@ def engine_solver(prepared: Prepared, engine: EngineClient) -> tuple[Solver, Cal
 
 
 async def solve(
-    prepared: Prepared, engine: EngineClient, problem: Problem, *, progress: Progress | None = None
+    prepared: Prepared, engine: AsyncEngine, problem: Problem, *, progress: Progress | None = None
 ) -> RunRecord:
     """One problem through the strategy, graded; a strategy error is recorded, never fatal to the run.
 
@@ -252,7 +252,7 @@ async def solve(
     runs the problem again.
     """
     ledger = prepared.ledger()
-    seeded = ProblemEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id, progress=progress)
+    seeded = SeededEngine(engine, run_seed=prepared.spec.seed, problem_id=problem.id, progress=progress)
     ctx = Context(problem=problem, task=prepared.task, engine=seeded, ledger=ledger, stages=prepared.stages)
     started = time.perf_counter()
     error = None
@@ -309,7 +309,7 @@ def _execution(executions: dict[str, Any], answer: str | None) -> dict[str, Any]
 _MAX_CHARS_PER_TOKEN = 100
 
 
-def _check_fits(problem: Problem, engine: EngineClient) -> None:
+def _check_fits(problem: Problem, engine: AsyncEngine) -> None:
     """Refuse a question that cannot fit the engine before tokenizing it: 100 MB of text takes minutes."""
     limit = context_length(getattr(getattr(engine, "config", None), "max_model_len", None))
     if limit and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:

@@ -1,5 +1,5 @@
 """What `ttscale.run`, `ttscale.sweep`, `ttscale.compare` and `ttscale.allocate` share below their arguments: the
-shared engine handle (`Engine`), the engine settings a call records (`call_config`), and the driver that runs a
+shared engine handle (`SharedEngine`), the engine settings a call records (`call_config`), and the driver that runs a
 call's coroutine from synchronous code (`drive`). A run itself is carried out by `ttscale.pipeline`.
 """
 
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ttscale.engine.base import EngineConfig
 
 if TYPE_CHECKING:
-    from ttscale.engine import SyncEngine
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine import BlockingEngine
+    from ttscale.engine.base import AsyncEngine
 
 T = TypeVar("T")
 
 
-class Engine:
+class SharedEngine:
     """A started engine that several `run` calls share (a context manager; `close()` otherwise).
 
     `model`: `embedded`, a local Hugging Face folder or a hub id. Keyword settings are `EngineConfig`'s
@@ -39,33 +39,33 @@ class Engine:
         if not isinstance(verbose, bool):
             raise ValueError(f"verbose must be True or False, got {verbose!r}")
         self.config = engine_config(model=model, **settings)
-        self._sync: SyncEngine | None = None
+        self._sync: BlockingEngine | None = None
         self._log = None if log is None else Path(log)
         self._verbose = verbose
         self.log_path: Path | None = None
         """Where the engine's start-up output and its processes' later output went (None: not started, or
         `verbose`)."""
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> SharedEngine:
         self.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
-    def start(self) -> SyncEngine:
+    def start(self) -> BlockingEngine:
         if self._sync is None:
-            from ttscale.engine import SyncEngine
+            from ttscale.engine import BlockingEngine
             from ttscale.engine.spawn import refuse_in_spawned_bootstrap
             from ttscale.running.launch import start_logged
 
             refuse_in_spawned_bootstrap("ttscale.Engine")
             log = None if self._verbose else self._log or _temporary_log()
 
-            def start(config: EngineConfig) -> Coroutine[Any, Any, EngineClient]:
+            def start(config: EngineConfig) -> Coroutine[Any, Any, AsyncEngine]:
                 return start_logged(config, log=log)
 
-            self._sync = SyncEngine(self.config, start=start)
+            self._sync = BlockingEngine(self.config, start=start)
             self.log_path = log
         return self._sync
 
@@ -104,14 +104,14 @@ def engine_config(*, model: str = "embedded", engine_args: Mapping[str, Any] | N
     return EngineConfig(model=model, **values)
 
 
-def call_config(engine: Engine | EngineClient | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
+def call_config(engine: SharedEngine | AsyncEngine | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
                 config: EngineConfig | None, deterministic: bool | None = None) -> EngineConfig:
     """The engine settings a call (`run`, `sweep`, `compare`) records, from one source, checked in one line:
-    a shared `Engine`'s own; else `config` whole, or one made from `model` and `engine_args`. `deterministic`
+    a `SharedEngine`'s own; else `config` whole, or one made from `model` and `engine_args`. `deterministic`
     (None: as the settings say) must agree with a shared engine's mode, and sets the mode of one the call starts."""
     if deterministic is not None and not isinstance(deterministic, bool):
         raise ValueError(f"deterministic must be True, False or None, got {deterministic!r}")
-    if isinstance(engine, Engine):
+    if isinstance(engine, SharedEngine):
         if config is not None or engine_args or (model is not None and model != engine.config.model):
             raise ValueError(f"engine= is a ttscale.Engine of model {engine.config.model!r} and its settings are the "
                              "call's; model=, engine_args= and engine_config= are for an engine the call starts itself")
@@ -124,7 +124,7 @@ def call_config(engine: Engine | EngineClient | None, *, model: str | None, engi
     return chosen if deterministic is None else replace(chosen, deterministic=deterministic)
 
 
-def _call_config(engine: EngineClient | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
+def _call_config(engine: AsyncEngine | None, *, model: str | None, engine_args: Mapping[str, Any] | None,
                  config: EngineConfig | None) -> EngineConfig:
     if engine is not None and not callable(getattr(engine, "generate", None)):
         raise ValueError(f"engine must be a ttscale.Engine (or an engine object with generate(), such as a "
@@ -138,18 +138,18 @@ def _call_config(engine: EngineClient | None, *, model: str | None, engine_args:
     return config
 
 
-def drive(engine: Engine | EngineClient | None,
-          work: Callable[[EngineClient | None], Coroutine[Any, Any, T]]) -> T:
+def drive(engine: SharedEngine | AsyncEngine | None,
+          work: Callable[[AsyncEngine | None], Coroutine[Any, Any, T]]) -> T:
     """Run `work(engine)` to its end from synchronous code, inside a running event loop (a notebook) too.
 
-    A shared `Engine`'s own loop runs it and the engine stays up for the next call. Otherwise, with no loop
+    A `SharedEngine`'s own loop runs it and the engine stays up for the next call. Otherwise, with no loop
     running here (a script, the CLI), `asyncio.run`: Ctrl-C cancels the work, so its cleanup (closing an engine
     it started) runs. Inside a running loop, where `asyncio.run` is refused, a loop of this call's own in a
     background thread (`BackgroundLoop`), stopped afterwards. An engine object is handed to `work` as it is.
     """
     from ttscale.engine.loop import BackgroundLoop
 
-    if isinstance(engine, Engine):
+    if isinstance(engine, SharedEngine):
         started = engine.start()
         return started.loop.run(work(started.engine))
     try:
@@ -170,4 +170,4 @@ def stamp() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
-__all__ = ["Engine", "call_config", "drive", "engine_config", "stamp"]
+__all__ = ["SharedEngine", "call_config", "drive", "engine_config", "stamp"]

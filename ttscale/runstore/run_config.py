@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
 
 
 class Prepared(Protocol):
@@ -40,7 +40,7 @@ RunSpec = Any
 
 
 def write_config(
-    run_dir: RunDir, prepared: Prepared, engine: EngineClient | dict[str, Any] | None = None,
+    run_dir: RunDir, prepared: Prepared, engine: AsyncEngine | dict[str, Any] | None = None,
     argv: list[str] | None = None,
 ) -> None:
     """Write config.json. Called before the engine starts (engine None), so a run killed while its

@@ -1,4 +1,4 @@
-"""A SIMULATED arithmetic policy behind the EngineClient protocol, for fast pure-logic tests of strategies.
+"""A SIMULATED arithmetic policy behind the AsyncEngine protocol, for fast pure-logic tests of strategies.
 
 It is not a model and not vLLM: it writes arithmetic solutions from a script with seeded
 randomness, so strategy logic (tree shapes, budgets, selection) can be tested in milliseconds.
@@ -50,7 +50,7 @@ _PROPOSED = re.compile(r"(?:=|answer is)\s*(-?\d+)")
 
 
 class SimulatedArithmeticPolicy(CharTokenizer):
-    """EngineClient protocol over a scripted, seeded fake policy (see the module docstring)."""
+    """AsyncEngine protocol over a scripted, seeded fake policy (see the module docstring)."""
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class SimulatedArithmeticPolicy(CharTokenizer):
         self.peak_in_flight = 0
         self._blocks: set[tuple[int, ...]] = set()
 
-    # -- EngineClient protocol (the tokenizer half is CharTokenizer's) -------------------------------------
+    # -- AsyncEngine protocol (the tokenizer half is CharTokenizer's) -------------------------------------
     def describe(self) -> dict[str, Any]:
         return {"backend": "simulator"}
 
@@ -92,7 +92,7 @@ class SimulatedArithmeticPolicy(CharTokenizer):
         return None
 
     async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        # `seed` is the EngineClient protocol's per-request seed; the script draws from the policy's own seeded RNG.
+        # `seed` is the AsyncEngine protocol's per-request seed; the script draws from the policy's own seeded RNG.
         ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)

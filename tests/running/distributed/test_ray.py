@@ -15,7 +15,7 @@ import pytest
 from ttscale.engine.base import EngineConfig, EngineFatalError
 from ttscale.pipeline import run_problems
 from ttscale.running.distributed import DistributedConfig, DistributedError
-from ttscale.running.distributed.pool import WorkerPool, _Member
+from ttscale.running.distributed.pool import RayWorkerPool, _Member
 from ttscale.running.runner import Prepared, RunSpec, prepare, solve
 from ttscale.runstore.storage import RunDir
 from ttscale.schema import Problem
@@ -74,14 +74,14 @@ def prepared() -> Prepared:
     return prepare(RunSpec(strategy="self_consistency", budget="100", task="arithmetic", limit=6))
 
 
-def _pool(prepared: Prepared, workers: list[_ScriptedWorker], **config: Any) -> WorkerPool:
-    pool = WorkerPool(prepared=prepared, config=DistributedConfig(workers=len(workers), **config))
+def _pool(prepared: Prepared, workers: list[_ScriptedWorker], **config: Any) -> RayWorkerPool:
+    pool = RayWorkerPool(prepared=prepared, config=DistributedConfig(workers=len(workers), **config))
     pool._changed = asyncio.Condition()
     pool._members = [_Member(handle=w, rank=i, capacity=2, state="up") for i, w in enumerate(workers)]
     return pool
 
 
-def _solve_all(pool: WorkerPool, problems: list[Problem]) -> list[Any]:
+def _solve_all(pool: RayWorkerPool, problems: list[Problem]) -> list[Any]:
     async def go() -> list[Any]:
         return await asyncio.gather(*(pool.solve(p) for p in problems), return_exceptions=True)
 
@@ -197,7 +197,7 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
 
     async def two_workers() -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        async with WorkerPool(prepared=prepared, config=DistributedConfig(workers=2)) as pool:
+        async with RayWorkerPool(prepared=prepared, config=DistributedConfig(workers=2)) as pool:
             # First 8 of the problems one at a time: each alone in its engine's batch.
             one = RunDir(tmp_path / "c1")
             with one.open_for_writing():

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.running.problem_engine import ProblemEngine
+from ttscale.running.problem_engine import SeededEngine
 from ttscale.runstore.storage import RESULTS, RunDir, RunDirError, StorageError
 from ttscale.schema import SamplingParams
 
@@ -89,7 +89,7 @@ def _seeds(problem: str, requests: list[tuple[list[int], SamplingParams]], run_s
     import asyncio
 
     recorder = _Recorder()
-    engine = ProblemEngine(recorder, run_seed=run_seed, problem_id=problem)  # type: ignore[arg-type]
+    engine = SeededEngine(recorder, run_seed=run_seed, problem_id=problem)  # type: ignore[arg-type]
 
     async def go() -> None:
         for prompt, params in requests:

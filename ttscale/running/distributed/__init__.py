@@ -1,7 +1,7 @@
 """Scale-out on Ray: one engine per Ray actor, problems spread over the actors, results back to the driver.
 
 The driver (the `ttscale run` process) keeps the run directory: its run pipeline (`ttscale.pipeline`) hands
-problems to the workers of a `pool.WorkerPool`, appends each record as it comes back, and is the only writer
+problems to the workers of a `pool.RayWorkerPool`, appends each record as it comes back, and is the only writer
 of the run files. A worker is a Ray
 actor that owns one engine (one GPU on GPU machines, `cpus_per_worker` CPUs here) and solves a
 problem exactly as a one-engine run does (`ttscale.running.runner.solve`, per-request seeds included), so

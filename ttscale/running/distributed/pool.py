@@ -46,8 +46,8 @@ class _Member:
     revival: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-class WorkerPool:
-    """Ray workers that each own an engine. Use `async with WorkerPool(...) as pool: await pool.solve(p)`."""
+class RayWorkerPool:
+    """Ray workers that each own an engine. Use `async with RayWorkerPool(...) as pool: await pool.solve(p)`."""
 
     def __init__(self, *, prepared: Prepared, config: DistributedConfig) -> None:
         if prepared.spec.backend != "vllm":
@@ -94,7 +94,7 @@ class WorkerPool:
                 stats[-1]["cause"] = m.cause
         return stats
 
-    async def __aenter__(self) -> WorkerPool:
+    async def __aenter__(self) -> RayWorkerPool:
         try:
             await self.start()
         except BaseException:
@@ -231,7 +231,7 @@ class WorkerPool:
 
     async def _acquire(self, *, avoid: set[int]) -> _Member:
         """A slot on a live worker; not on one in `avoid` (died under this problem) while another lives."""
-        assert self._changed is not None, "WorkerPool.start() first"
+        assert self._changed is not None, "RayWorkerPool.start() first"
         async with self._changed:
             while True:
                 free = [m for m in self._members if m.state == "up" and m.busy < m.capacity]

@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
     from ttscale.running.runner import Prepared
     from ttscale.schema import Problem
 
@@ -23,7 +23,7 @@ class Worker:
     def __init__(self, prepared: Prepared, rank: int) -> None:
         self._prepared = prepared
         self._rank = rank
-        self._engine: EngineClient | None = None
+        self._engine: AsyncEngine | None = None
         self._starting: asyncio.Lock | None = None
 
     async def start(self) -> dict[str, Any]:
@@ -48,7 +48,7 @@ class Worker:
             engine, self._engine = self._engine, None
             await engine.close()
 
-    async def _ready(self) -> EngineClient:
+    async def _ready(self) -> AsyncEngine:
         if self._starting is None:  # created here: the actor's event loop exists only once methods run
             self._starting = asyncio.Lock()
         async with self._starting:
