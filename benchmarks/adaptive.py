@@ -38,8 +38,8 @@ from provenance import provenance, provenance_line
 from ttscale.budget import Budget
 from ttscale.engine import BlockingEngine, EngineConfig
 from ttscale.pipeline import execute
-from ttscale.routing.allocation import Allocator, with_total_budget
 from ttscale.routing.policy import LearnOptions, Policy, candidate_key
+from ttscale.routing.total_budget import Allocator, with_total_budget
 from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep

@@ -78,8 +78,8 @@ from verdicts import (
 )
 
 from ttscale.engine import BlockingEngine
-from ttscale.evals.metrics import pass_at_k
 from ttscale.running.runner import RunSpec, prepare, solve
+from ttscale.stats.metrics import pass_at_k
 from ttscale.stats.power import Claim
 
 Records = list[list[dict[str, Any]]]

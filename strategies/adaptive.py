@@ -27,9 +27,9 @@ from ttscale.budget import Budget
 from ttscale.kit.capabilities import capabilities
 from ttscale.kit.context import Context
 from ttscale.kit.params import params_class, parse_params, strategy, task_defaults
-from ttscale.routing.allocation import allocator_for
 from ttscale.routing.difficulty import ProbeSettings, run_probe
 from ttscale.routing.policy import Policy
+from ttscale.routing.total_budget import allocator_for
 from ttscale.schema import Answer, Problem
 from ttscale.strategies import STRATEGIES
 

@@ -370,9 +370,9 @@ def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path, ap
 
 
 def ttscale_records(path: Path) -> list[dict[str, Any]]:
-    from ttscale.comparisons.paired import read_run
+    from ttscale.comparisons.paired import read_config_and_records
 
-    return read_run(path)[1]
+    return read_config_and_records(path)[1]
 
 
 

@@ -35,6 +35,7 @@ FORMER_PATHS = {
     "ttscale.verifiers.canonical": "ttscale.answers.canonical",
     "ttscale.verifiers.pool": "ttscale.answers.pool",
     "ttscale.evals.extract": "ttscale.answers.extract",
+    "ttscale.evals.metrics": "ttscale.stats.metrics",
 }
 """Modules that moved, by the path README, docs or plugins imported them at: the former path is the module itself
 (`sys.modules` holds it under both names, so a patch through either reaches every caller), imported only when the

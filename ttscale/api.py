@@ -230,14 +230,14 @@ def fit(
     Runs are read through `ttscale.runstore.runs`; what the reading counted specially (errored problems kept as wrong,
     torn last lines left out) is in `fit.details["read"]`. Bad input raises ValueError with one line.
     """
-    from ttscale.scaling.inputs import read_points, read_runs
+    from ttscale.scaling.inputs import points_from_runs, read_points
     from ttscale.scaling.laws import fit_law
 
     if (runs is None) == (points is None):
         raise ValueError("give either run directories (runs=) or a CSV of points (points=), one of the two")
     if law == "genrm" and lam is None:
         raise ValueError("law genrm needs lam (verification tokens per solution token, e.g. 1.0)")
-    data = read_points(points, law=law) if points is not None else read_runs(list(runs or []), law=law, x=x)
+    data = read_points(points, law=law) if points is not None else points_from_runs(list(runs or []), law=law, x=x)
     result = fit_law(law, data, form=form, mode=mode, epsilon=epsilon, lam=lam, scope=scope, n_boot=n_boot,
                      level=level, seed=seed)
     read = list(data.get("notes") or [])
@@ -259,7 +259,7 @@ def report(
         raise ValueError(f"format must be md or html, got {kind!r}")
     if out is not None:  # never over a run's files or the inputs (OutputError, a ValueError)
         check_output(out, inputs=[runs] if isinstance(runs, str | Path) else runs, flag="out")
-    from ttscale.reporting.allocations import find_allocations
+    from ttscale.reporting.allocation_searches import find_allocations
 
     problems = load_runs(runs)
     comparisons = find_comparisons(runs)

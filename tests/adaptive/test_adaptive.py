@@ -17,9 +17,9 @@ from ttscale.budget import Budget
 from ttscale.evals.arithmetic import ArithmeticTask
 from ttscale.kit.params import parse_params
 from ttscale.pipeline import execute
-from ttscale.routing.allocation import with_total_budget
 from ttscale.routing.difficulty import ProbeSettings
 from ttscale.routing.policy import Policy
+from ttscale.routing.total_budget import with_total_budget
 from ttscale.running.runner import solve
 from ttscale.runstore.storage import RunDir
 from ttscale.strategies.adaptive import AdaptiveParams

@@ -322,7 +322,7 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     from ttscale.budget import Budget
     from ttscale.evals.arithmetic import ArithmeticTask
     from ttscale.pipeline import execute
-    from ttscale.routing.allocation import with_total_budget
+    from ttscale.routing.total_budget import with_total_budget
 
     problems = ArithmeticTask(levels=(1,), per_level=3).problems()
     base = prepared_for("self_consistency", 200, params={"n": "2", "max_tokens": "32"}, problems=problems)

@@ -21,7 +21,7 @@ from ttscale.scaling import (
     fit_power,
     fit_saturation,
     fit_ttspm,
-    pass_at_k,
+    pass_at_k_array,
     power_saturation,
     ttspm_curve,
     ttspm_saturation,
@@ -45,7 +45,7 @@ def ttspm_data(
     the unbiased pass@N of a problem then has mean F_max·(1 − (1 − p)^N) exactly."""
     solvable = rng.random(problems) < f_max
     correct = ((rng.random((problems, samples)) < p) & solvable[:, None]).sum(axis=1)
-    return pass_at_k(n=np.full(problems, samples), correct=correct, k=NS)
+    return pass_at_k_array(n=np.full(problems, samples), correct=correct, k=NS)
 
 
 def power_data(rng: np.random.Generator, a: float, b: float, alpha: float, problems: int) -> np.ndarray:
@@ -118,11 +118,11 @@ def test_pass_at_k_is_the_combinatorial_estimator(n: int, data: st.DataObject) -
     correct = data.draw(st.integers(0, n))
     k = data.draw(st.integers(1, n))
     expected = 1 - math.comb(n - correct, k) / math.comb(n, k)
-    assert math.isclose(float(pass_at_k(n=[n], correct=[correct], k=[k])[0, 0]), expected, abs_tol=1e-9)
+    assert math.isclose(float(pass_at_k_array(n=[n], correct=[correct], k=[k])[0, 0]), expected, abs_tol=1e-9)
 
 
 def test_pass_at_k_beyond_n_is_missing() -> None:
-    assert np.isnan(pass_at_k(n=[4], correct=[1], k=[8])[0, 0])
+    assert np.isnan(pass_at_k_array(n=[4], correct=[1], k=[8])[0, 0])
 
 
 def test_coverage_from_sample_counts_fits_realistic_data() -> None:

@@ -299,7 +299,7 @@ def analyse(paths: Sequence[str | Path], *, options: CompareOptions | None = Non
     return Comparison(tuple(arms), pairs, options, environment_notes=tuple(environments.note(a, b) for a, b in both))
 
 
-def read_run(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_config_and_records(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One run's config.json and finished records (through ttscale.runstore.runs, as fit and report read it)."""
     run = runs.read_run(path, finished=False, tasks=load_task)
     return run.config, run.records
@@ -311,7 +311,7 @@ def load_arms(paths: Sequence[str | Path], *, group: Group = "config") -> list[A
     groups: dict[tuple[str, str], list[environments.Run]] = {}
     for path in paths:
         for run_path, label in _run_dirs(Path(path)):
-            config, records = read_run(run_path)
+            config, records = read_config_and_records(run_path)
             identity = config.get("identity")
             if not isinstance(identity, dict) or "seed" not in identity:
                 raise ValueError(f"{run_path / CONFIG} has no run identity (not written by `ttscale run`?)")
@@ -396,4 +396,4 @@ def _unique_labels(arms: list[Arm]) -> list[Arm]:
 
 
 __all__ = ["Arm", "CompareOptions", "Comparison", "analyse", "compare", "compare_spec", "load_arms", "markdown",
-           "read_run", "write"]
+           "read_config_and_records", "write"]

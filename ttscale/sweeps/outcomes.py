@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.budget import Budget
-from ttscale.evals.metrics import wilson_interval
 from ttscale.routing.policy import Outcome
 from ttscale.runstore.runs import read_run
 from ttscale.schema import Problem
+from ttscale.stats.metrics import wilson_interval
 from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir, load_spec
 
 

@@ -8,12 +8,12 @@
 - `LatencyEngine` and `LatencyModel` (`ttscale.testing.latency`): the AsyncEngine protocol timed by a cost model
   (zero-cost for the harness's ceiling, or the rates of a GPU engine), over a script drawn once
   (`ttscale.testing.script`); with DeepConf's token confidences and requests stopped mid-stream.
-- `SimulatedGenRM` and `ScriptedGenerator` (`ttscale.testing.allocation`): a deterministic accuracy surface over
+- `SimulatedGenRM` and `ScriptedGenerator` (`ttscale.testing.allocsearch`): a deterministic accuracy surface over
   GenRM's S × V with a known optimum under the budget, and a scripted LLM, for allocation searches
   (`ttscale.allocsearch`).
 """
 
-from ttscale.testing.allocation import ScriptedGenerator, SimulatedGenRM
+from ttscale.testing.allocsearch import ScriptedGenerator, SimulatedGenRM
 from ttscale.testing.code_policy import SimulatedCodePolicy
 from ttscale.testing.latency import LatencyConfig, LatencyEngine, LatencyModel
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from ttscale.evals.metrics import (
+from ttscale.stats.metrics import (
     accuracy,
     bootstrap_mean,
     coverage,
@@ -18,7 +18,7 @@ from ttscale.evals.metrics import (
     weighted_majority_at_k,
     wilson_interval,
 )
-from ttscale.evals.subsample import SubsampleOptions
+from ttscale.stats.subsample import SubsampleOptions
 
 # -- pass@k --------------------------------------------------------------------------------------
 

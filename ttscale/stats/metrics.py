@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ttscale.evals.subsample import SubsampleOptions, majority_expectation
 from ttscale.stats.bootstrap import percentile_interval, resample_indices
 from ttscale.stats.proportions import wilson_interval  # noqa: F401  (its home is stats; named here as before)
+from ttscale.stats.subsample import SubsampleOptions, majority_expectation
 
 # -- pass@k and coverage -----------------------------------------------------------------------
 
