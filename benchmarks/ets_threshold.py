@@ -38,7 +38,7 @@ import numpy as np
 from provenance import provenance, provenance_line
 
 from ttscale.engine import BlockingEngine
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.schema import SamplingParams
 from ttscale.verifiers.embeddings import embed
 

@@ -15,7 +15,7 @@ import pytest
 
 from ttscale.budget import Budget
 from ttscale.cli import main
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.kit.params import params_class, task_defaults
 from ttscale.strategies import STRATEGIES
 

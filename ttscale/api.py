@@ -275,7 +275,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     """A run directory's records (results.jsonl, one dict per finished problem), read as every other reader reads
     it (`ttscale.runstore.runs.read_run`): a torn last line, records of problems outside the run's task and attempts
     a server fault left unfinished are left out, each with a warning; an empty run gives []."""
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.runstore.runs import read_run
 
     return read_run(path, finished=False, tasks=load_task).records

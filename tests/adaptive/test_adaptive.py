@@ -178,7 +178,7 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
 
 def test_a_routed_strategy_gets_the_task_defaults_its_sweep_cell_ran_with(tmp_path: Path) -> None:
     from ttscale.budget import Budget
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.strategies import STRATEGIES
     from ttscale.strategies.adaptive import routed_params
 

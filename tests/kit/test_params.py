@@ -61,7 +61,7 @@ def test_parse_assignments() -> None:
 
 
 def _math_task(tmp_path: Path) -> Any:
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
 
     path = tmp_path / "math.jsonl"
     path.write_text('{"question": "What is $1/2 + 1/2$?", "answer": "1"}\n', encoding="utf-8")
@@ -70,7 +70,7 @@ def _math_task(tmp_path: Path) -> Any:
 
 def test_task_defaults_fill_what_the_strategy_has_capped_by_a_token_budget(tmp_path: Path) -> None:
     from ttscale.budget import Budget
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.search.search import SearchParams
 
     math = _math_task(tmp_path)

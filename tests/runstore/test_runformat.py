@@ -426,7 +426,7 @@ def _as_version_2(run: Path, strategy: str) -> None:
 
 @pytest.mark.parametrize("strategy", ["mcts", "generated_tests"])
 def test_a_v2_run_of_a_strategy_whose_default_changed_resumes_as_the_rule_it_ran(strategy: str, tmp_path: Path) -> None:
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.testing import SimulatedCodePolicy
 
     run = tmp_path / strategy

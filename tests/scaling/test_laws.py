@@ -250,3 +250,18 @@ def test_coverage_is_fitted_in_both_linearisations_and_the_better_is_named(a: fl
 def test_the_loglog_form_needs_two_points_strictly_inside_zero_and_one() -> None:
     fit = fit_coverage(k=[1, 2, 4], coverage=[0.5, 1.0, 1.0], n_boot=0)
     assert set(fit.details["forms"]) == {"log"} and fit.details["better"] == "log"
+
+
+def test_the_fit_options_have_one_set_of_defaults_ttscale_fits() -> None:
+    # issue 47: ttscale.fit states them (its public signature) and the fitter takes them from it, not a copy
+    import inspect
+
+    import ttscale
+    from ttscale.scaling.laws import fit_law
+
+    options = {name: p for name, p in inspect.signature(fit_law).parameters.items() if name not in ("law", "data")}
+    assert options and all(p.default is inspect.Parameter.empty for p in options.values())
+    public = inspect.signature(ttscale.fit).parameters
+    assert {name: public[name].default for name in options} == {
+        "form": "ttspm", "mode": "parallel", "epsilon": 0.01, "lam": None, "scope": None, "n_boot": 1000,
+        "level": 0.95, "seed": 0}

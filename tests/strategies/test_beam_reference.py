@@ -81,7 +81,7 @@ class ScoreTable:
 def run_beam(
     monkeypatch: pytest.MonkeyPatch, script: Script, scores: dict[str, float], budget: str | int = "8k", **params: Any
 ) -> tuple[Answer, dict[str, Any], ScriptedSteps]:
-    monkeypatch.setattr("ttscale.strategies.beam.load_verifier", lambda spec: ScoreTable(scores))
+    monkeypatch.setattr("ttscale.blocks.verified.load_verifier", lambda spec: ScoreTable(scores))
     engine = ScriptedSteps(script)
     ctx = make_context(engine, budget)
     fn = STRATEGIES.get("beam")

@@ -42,7 +42,7 @@ def test_stage_lays_the_mapped_folders_inside_ttscale(tmp_path: Path) -> None:
     staged = tmp_path / "ttscale" / "strategies" / "beam.py"
     assert staged.read_text() == (REPO / "strategies" / "beam.py").read_text()
     assert (tmp_path / "ttscale" / "verifiers" / "prm.py").is_file()
-    assert (tmp_path / "ttscale" / "evals" / "metrics.py").is_file()
+    assert (tmp_path / "ttscale" / "evals" / "datasets.py").is_file()
     assert (tmp_path / "ttscale" / "search" / "score.py").is_file()
     assert not (tmp_path / "strategies").exists()
 
@@ -92,8 +92,8 @@ def test_no_break_of_the_layers_or_cycle_is_let_through() -> None:
     ("module", "source", "said"),
     [
         # the breaks issue 47 found, each put back where it was: none is ignored any more
-        ("ttscale/runstore/records.py", "from ttscale.evals.base import load_task",
-         "ttscale.runstore.records -> ttscale.evals.base"),
+        ("ttscale/runstore/records.py", "from ttscale.evals import load_task",
+         "ttscale.runstore.records -> ttscale.evals"),
         ("ttscale/kit/selection.py", "from ttscale.verifiers.loading import load_verifier",
          "ttscale.kit.selection -> ttscale.verifiers.loading"),
         ("evals/datasets.py", "from ttscale.verifiers.loading import load_verifier",

@@ -160,7 +160,7 @@ class SweepEvaluator:
         self._cells = spec.cells()
 
     async def __call__(self, allocation: Allocation) -> Evaluation:
-        from ttscale.evals.base import load_task
+        from ttscale.evals import load_task
         from ttscale.runstore.runs import read_run
         from ttscale.stats.metrics import wilson_interval
         from ttscale.sweeps import run_cell

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ttscale.comparisons import environments
 from ttscale.comparisons.environments import EnvironmentNote
 from ttscale.comparisons.markdown import markdown
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.routing.policy import candidate_key
 from ttscale.runstore import runs
 from ttscale.runstore.names import COMPARE, check_out_folder

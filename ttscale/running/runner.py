@@ -96,7 +96,7 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     under newer defaults.
     """
     from ttscale.engine.models import resolve_model
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
 
     refuse_served(served=spec.server is not None, deterministic=spec.engine.deterministic)
     name = STRATEGIES.canonical(spec.strategy)

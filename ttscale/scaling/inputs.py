@@ -133,7 +133,7 @@ def _variables(runs: list[RunData], *, law: str, x: str) -> dict[str, Any]:
 
 def _load(paths: list[str | Path]) -> list[RunData]:
     try:
-        from ttscale.evals.base import load_task
+        from ttscale.evals import load_task
 
         return [_fittable(run) for run in read_run_dirs(paths, tasks=load_task)]
     except RunLoadError as exc:

@@ -44,7 +44,7 @@ class SearchParams:
 
     verifier: str = "arithmetic"
     """Process verifier: a name in VERIFIERS, optionally with options (`noisy_oracle:noise=0.3,seed=1`). Its form
-    is checked here; its name by each strategy's parameters (`ttscale.verifiers.loading.check_verifier_spec`: the
+    is checked here; its name by each strategy's parameters (`ttscale.blocks.verified.ChecksVerifier`: the
     registry sits above search), and the strategy hands `Search` the verifier it loads."""
     aggregate: Aggregate = "last"
     """How a path's step scores become one value: last, min, prod or mean."""

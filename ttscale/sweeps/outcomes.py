@@ -44,7 +44,7 @@ class SweepResults:
 
 
 def load_results(root: str | Path) -> SweepResults:
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
 
     spec = load_spec(root)
     task = load_task(spec.task, **spec.task_options)
