@@ -36,11 +36,11 @@ import numpy as np
 from provenance import provenance, provenance_line
 
 from ttscale.budget import Budget
-from ttscale.engine import EngineConfig, SyncEngine
+from ttscale.engine import BlockingEngine, EngineConfig
 from ttscale.pipeline import execute
-from ttscale.routing.allocation import Allocator, with_total_budget
 from ttscale.routing.policy import LearnOptions, Policy, candidate_key
-from ttscale.runner import RunSpec, prepare
+from ttscale.routing.total_budget import Allocator, with_total_budget
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, learn_from_sweep
@@ -74,7 +74,7 @@ def main() -> None:
     train = SweepSpec(grid=grid, budgets=tuple(args.budgets.split(",")), task=args.task, limit=args.problems,
                       task_options={"seed": 0}, engine=config)
     test = replace(train, task_options={"seed": 1})
-    sync = SyncEngine(config)
+    sync = BlockingEngine(config)
     try:
         origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         for name, spec in (("train", train), ("heldout", test)):
@@ -101,7 +101,7 @@ def main() -> None:
     print(f"details: {out / 'benchmark.json'}")
 
 
-def run_live(sync: SyncEngine, test: SweepSpec, policy: Path, where: Path, average: int,
+def run_live(sync: BlockingEngine, test: SweepSpec, policy: Path, where: Path, average: int,
              total: int | None) -> dict[str, np.ndarray]:
     """`--strategy adaptive` on the held-out problems; per-problem correctness and spend (probe included)."""
     spec = RunSpec(strategy="adaptive", budget=str(4 * average if total else average), task=test.task,

@@ -1,7 +1,8 @@
 """findings.py --until-decided: a finding's accuracy claim tested after every batch of problems, stopped at a
 verdict, at the cap or at a time cap (a helper of findings.py; run as a script it prints this).
 
-The looks and their boundaries are `ttscale compare --until-decided`'s (ttscale.until_decided.read_look: Tango's
+The looks and their boundaries are `ttscale compare --until-decided`'s (ttscale.comparisons.until_decided.read_look:
+Tango's
 score statistic with the repeats' design effect against Lan-DeMets O'Brien-Fleming-like boundaries, so the
 chance of a false verdict over all looks stays at 5%). Arithmetic problems are generated, so their number is no
 limit; the time cap is: a finding stops before a look that would, at the pace of the looks so far, end past it.
@@ -17,10 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttscale.runner import RunSpec, prepare, solve
+from ttscale.comparisons.until_decided import fixed_size, read_look
+from ttscale.running.runner import RunSpec, prepare, solve
 from ttscale.stats.power import Claim
 from ttscale.stats.sequential import SequentialPlan
-from ttscale.until_decided import fixed_size, read_look
 
 Records = list[list[dict[str, Any]]]
 

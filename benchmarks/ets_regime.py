@@ -39,7 +39,7 @@ from provenance import provenance, provenance_line
 from verdicts import MARGIN, PAPER_KV_FACTOR, REPRODUCED, kv_at_equal_accuracy
 
 import ttscale
-from ttscale.comparison import Comparison
+from ttscale.comparisons.paired import Comparison
 from ttscale.sweeps import GridEntry, load_spec
 
 LAMBDA_S = (0.5, 1.5)

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from provenance import provenance, provenance_line
 
-from ttscale.engine import SyncEngine
-from ttscale.evals.base import load_task
+from ttscale.engine import BlockingEngine
+from ttscale.evals import load_task
 from ttscale.schema import SamplingParams
 from ttscale.verifiers.embeddings import embed
 
@@ -124,7 +124,7 @@ def main() -> None:
     task = load_task(args.task, **({"data_dir": args.data_dir} if args.data_dir else {}))
     problems = list(task.problems())[: args.problems]
     start = time.perf_counter()
-    sync = SyncEngine(deterministic=args.deterministic)
+    sync = BlockingEngine(deterministic=args.deterministic)
     try:
         origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
         sets = sibling_sets(sync.engine, sync.loop, problems, task, n=args.n, step_tokens=args.step_tokens)

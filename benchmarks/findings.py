@@ -11,7 +11,7 @@ F1 Large Language Monkeys: coverage grows log-linearly in k — coverage(k) = ex
    both on every bootstrap resample of problems: wholly above m → reproduced, wholly below −m (the ceiling predicts
    better) → not reproduced, else (as well as each other) inconclusive.
 F2 majority vote plateaus — from the same pools, the votes grouped by equivalence (12, 12.0 and 12.00 are one
-   vote, as `ttscale.selection.majority_vote` counts them): maj@K − maj@K/4 with its interval inside ±m, while
+   vote, as `ttscale.kit.selection.majority_vote` counts them): maj@K − maj@K/4 with its interval inside ±m, while
    coverage still grows (coverage@K − coverage@K/4 > m) and the vote wins somewhere (maj@K/4 > m) → reproduced;
    the interval wholly outside ±m → not reproduced.
 F3 self-consistency ≥ GenRM at small budgets (Singhi et al.) — accuracy at one small budget.
@@ -77,9 +77,9 @@ from verdicts import (
     saturation,
 )
 
-from ttscale.engine import SyncEngine
-from ttscale.evals.metrics import pass_at_k
-from ttscale.runner import RunSpec, prepare, solve
+from ttscale.engine import BlockingEngine
+from ttscale.running.runner import RunSpec, prepare, solve
+from ttscale.stats.metrics import pass_at_k
 from ttscale.stats.power import Claim
 
 Records = list[list[dict[str, Any]]]
@@ -93,7 +93,7 @@ BETTER = Claim(kind="better", value=0.0)
 POOL_ARRAYS: dict[str, Any] = {}
 FINDINGS = ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9")
 
-def run(sync: SyncEngine, *, strategy: str, budget: str, params: dict[str, Any], task: str, limit: int,
+def run(sync: BlockingEngine, *, strategy: str, budget: str, params: dict[str, Any], task: str, limit: int,
         repeats: int) -> Records:
     """One configuration on `limit` problems, once per run seed 0..repeats-1, through the real runner."""
     out: Records = []
@@ -212,7 +212,7 @@ def decided_sides(args: argparse.Namespace) -> dict[str, tuple[Side, Side, Claim
 def main_until_decided(args: argparse.Namespace, wanted: set[str]) -> None:
     """The findings table's decided columns: each finding run until its accuracy claim is decided."""
     began = time.perf_counter()
-    sync = SyncEngine(deterministic=args.deterministic)
+    sync = BlockingEngine(deterministic=args.deterministic)
     rows: list[tuple[str, dict[str, Any]]] = []
     try:
         origin = provenance(engine=sync)
@@ -246,7 +246,7 @@ def main() -> None:
         return
     began = time.perf_counter()
     tree = {"verifier": "arithmetic", "delimiter": "\\n", "step_tokens": 64, "max_steps": 8, "max_tokens": 256}
-    sync = SyncEngine(deterministic=args.deterministic)
+    sync = BlockingEngine(deterministic=args.deterministic)
     rows: list[tuple[str, str, str]] = []
     origin: dict[str, Any] = {}
 
@@ -330,7 +330,7 @@ def main() -> None:
     save(partial=False)
 
 
-def deepconf_row(sync: SyncEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:
+def deepconf_row(sync: BlockingEngine, *, traces: int, common: dict[str, Any]) -> tuple[str, str, str]:
     """F9: N traces per problem either way; DeepConf-low online (η = 10%) stops the traces whose 16-token window
     falls below the warm-up's 90th percentile and, as the paper's adaptive sampling (`sampling=adaptive`; the
     reference code has no such stop), stops sampling at a 95% consensus of every warm-up trace and the final traces

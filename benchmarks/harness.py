@@ -22,7 +22,7 @@ fsynced results) on the latency-model SIMULATOR of `ttscale.testing` (a scripted
   with a simulated one (`ets~sim-encoder`: vectors hashed from the text, no model), so the harness's own
   cost per step request is not hidden behind an encoder that a GPU run keeps on the GPU;
 - `--ilp`: ETS's clustering + ILP per round at widths 16, 64 and 256 (the encoder apart);
-- `--ray 1,2,4,8`: best-of-N through the Ray pool (`ttscale.distributed`), each worker a separate
+- `--ray 1,2,4,8`: best-of-N through the Ray pool (`ttscale.running.distributed`), each worker a separate
   process whose engine is the H100 rate model: problems/s per worker count, and the speed-up over one.
 The machine is printed first: numbers from different machines do not compare; the last line is the provenance
 (command, CPU flags, versions: benchmarks/provenance.py) for under a README table. Its mode is "n/a (no engine)":
@@ -48,7 +48,7 @@ from typing import Any
 from provenance import provenance, provenance_line
 
 from ttscale.pipeline import execute
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.testing import LatencyConfig, LatencyEngine, LatencyModel
 
@@ -243,8 +243,8 @@ class SimulatedSpec(RunSpec):
 def ray_scaling(workers: list[int], *, problems: int) -> None:
     import os
 
-    from ttscale.distributed import DistributedConfig
     from ttscale.pipeline import on_workers
+    from ttscale.running.distributed import DistributedConfig
 
     model = LatencyModel.h100_1p5b()
     cores = os.cpu_count() or 1

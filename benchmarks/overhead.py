@@ -37,10 +37,10 @@ from typing import Any
 
 from provenance import provenance, provenance_line
 
-from ttscale.engine import EngineConfig, SyncEngine
+from ttscale.engine import BlockingEngine, EngineConfig
 from ttscale.engine.vllm import VLLMEngine
 from ttscale.pipeline import execute
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
 from ttscale.schema import SamplingParams as Params
 
@@ -101,7 +101,7 @@ async def seeded(engine: VLLMEngine, prompts: list[list[int]], n: int, max_token
 
 def one_mode(args: argparse.Namespace, name: str, *, deterministic: bool) -> dict[str, Any]:
     """One engine in one mode: a warm-up, `--rounds` timed passes at once, one pass one at a time; then closed."""
-    sync = SyncEngine(EngineConfig(dtype=args.dtype, deterministic=deterministic))
+    sync = BlockingEngine(EngineConfig(dtype=args.dtype, deterministic=deterministic))
     try:
         engine = sync.engine
         assert isinstance(engine, VLLMEngine)
@@ -208,7 +208,7 @@ def main() -> None:
         return
 
     config = EngineConfig(dtype=args.dtype, deterministic=args.deterministic)
-    sync = SyncEngine(config)
+    sync = BlockingEngine(config)
     engine = sync.engine
     assert isinstance(engine, VLLMEngine)
     origin = provenance(engine=sync)

@@ -66,7 +66,7 @@ def command(argv: Sequence[str]) -> str:
 
 
 def _described(engine: Any) -> dict[str, Any]:
-    """describe() of an engine, or of a SyncEngine's `.engine`; {} where neither has one."""
+    """describe() of an engine, or of a BlockingEngine's `.engine`; {} where neither has one."""
     for candidate in (engine, getattr(engine, "engine", None)):
         describe = getattr(candidate, "describe", None)
         if callable(describe):
@@ -79,7 +79,7 @@ def provenance(*, engine: Any = None, deterministic: bool | None = None, argv: S
                dtype: str = "auto") -> dict[str, Any]:
     """What the numbers of this run depend on besides its own flags.
 
-    `engine`: the started engine (anything with describe(), or a SyncEngine): its dtype, device, CPU plan and
+    `engine`: the started engine (anything with describe(), or a BlockingEngine): its dtype, device, CPU plan and
     determinants are recorded. Without one, `deterministic` says the benchmark's mode (None: it starts no
     engine) and the dtype is the one `ttscale.engine.cpu.plan` would choose for `dtype`, marked as planned.
     Call it while the engine runs: a closed vLLM engine no longer knows the dtype it resolved.

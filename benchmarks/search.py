@@ -34,10 +34,10 @@ from typing import Any
 from provenance import provenance, provenance_line
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
-from ttscale.engine import SyncEngine
+from ttscale.engine import BlockingEngine
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.params import params_class, parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class, parse_params
 from ttscale.schema import Answer, Generation, Problem, SamplingParams
 from ttscale.strategies import STRATEGIES
 
@@ -150,7 +150,7 @@ async def run_grid(
 
 
 def timed(
-    sync: SyncEngine, engine: RecordingEngine, part: str, name: str, coro: Any
+    sync: BlockingEngine, engine: RecordingEngine, part: str, name: str, coro: Any
 ) -> tuple[list[dict[str, Any]], float]:
     engine.tag = (part, name)
     began = time.perf_counter()
@@ -209,7 +209,7 @@ def main() -> None:
     task = ArithmeticTask(levels=(1, 2, 3), per_level=args.per_level)
     problems = task.problems()
     budgets = [b.strip() for b in args.budgets.split(",")]
-    sync = SyncEngine(deterministic=args.deterministic)
+    sync = BlockingEngine(deterministic=args.deterministic)
     origin = provenance(engine=sync)  # while the engine runs: a closed one no longer knows its dtype
     engine = RecordingEngine(sync.engine)
     import torch

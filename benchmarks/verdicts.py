@@ -63,12 +63,12 @@ import evidence
 import numpy as np
 from evidence import Measured
 
-from ttscale.evals.metrics import majority_at_k
+from ttscale.kit.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 from ttscale.scaling import FitInputError, fit_coverage_from_samples
-from ttscale.scaling.coverage import LAW, pass_at_k
+from ttscale.scaling.coverage import LAW, pass_at_k_array
 from ttscale.scaling.result import fit_profile_curves
-from ttscale.selection import SYMBOLIC, normalize_answer, symbolic_leaders
 from ttscale.stats.bootstrap import resample_counts
+from ttscale.stats.metrics import majority_at_k
 from ttscale.stats.power import Claim
 from ttscale.stats.proportions import paired_proportions
 
@@ -288,7 +288,7 @@ def coverage_law(n: np.ndarray, correct: np.ndarray, pool: int, *, margin: float
     fit_k, held_k = ks[ks <= pool / 4], ks[ks > pool / 4]
     if fit_k.size < 3 or held_k.size < 1 or ns.size < 2:
         return Verdict(INCONCLUSIVE, f"needs a pool of ≥ 16 samples and ≥ 2 problems (pool {pool}, {ns.size} problems)")
-    per_problem = pass_at_k(n=ns, correct=cs, k=ks)  # (problems, len(ks)), unbiased from each problem's samples
+    per_problem = pass_at_k_array(n=ns, correct=cs, k=ks)  # (problems, len(ks)), unbiased from each problem's samples
     counts = np.vstack([np.ones((1, ns.size)), *resample_counts(ns.size, n_boot, np.random.default_rng(seed))])
     curves = counts @ per_problem / ns.size  # row 0: the data; then the resamples
     fitted, held = curves[:, : fit_k.size], curves[:, fit_k.size:]
@@ -350,11 +350,11 @@ def saturation(coverage: np.ndarray, ks: Sequence[int], *, margin: float = MARGI
 
 
 def vote_groups(answers: Sequence[str | None]) -> list[str | None]:
-    """Each answer's vote group as `ttscale.selection.majority_vote` counts it (None: abstains).
+    """Each answer's vote group as `ttscale.kit.selection.majority_vote` counts it (None: abstains).
 
     The key is `normalize_answer` (the grader's canonical form, exact values for numbers: 12, 12.0 and 12.00 are
     one vote), and groups math-verify calls equal are folded by the vote's own rule
-    (`ttscale.selection.symbolic_leaders`, over the `SYMBOLIC.groups` most-voted groups).
+    (`ttscale.kit.selection.symbolic_leaders`, over the `SYMBOLIC.groups` most-voted groups).
     """
     from ttscale.answers.canonical import exact_number
 

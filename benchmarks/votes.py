@@ -4,7 +4,7 @@
 
 The pools are Qwen2.5-Math's 8 answers per MATH problem (equivalence/qwen25math_math_cot_100.jsonl,
 100 problems). For three ways of keying votes — the canonical string only, canonical + exact value
-(`normalize_answer`, the fast path), and that plus the symbolic merge of `ttscale.selection` — it prints
+(`normalize_answer`, the fast path), and that plus the symbolic merge of `ttscale.kit.selection` — it prints
 maj@8 accuracy (graded by the task grader against the reference) with a paired bootstrap CI of the
 difference, the number of vote groups, and the time to count a `--pool`-sample pool (the 8 answers
 repeated) per problem: median and max, both sides side by side in one run. The last line is the provenance
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from provenance import provenance, provenance_line
 
-from ttscale import selection
 from ttscale.answers.canonical import canonical
+from ttscale.kit import selection
 from ttscale.schema import Sample
 from ttscale.verifiers import math_equal
 

@@ -7,7 +7,7 @@ Built-in tasks are registered in `TASKS` by path (imported when chosen); a plugi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ttscale.registry import Registry
 
@@ -41,6 +41,21 @@ LOCAL_COPIES: dict[str, str] = {
     "humaneval": "humaneval/HumanEval.jsonl.gz",
 }
 
-from ttscale.evals.base import Task, load_task  # noqa: E402 - after the registry, which load_task reads
+from ttscale.evals.base import Task  # noqa: E402 - after the registry (the task modules import the package)
+
+
+def load_task(spec: str, **options: Any) -> Task:
+    """Build a task from `name` or `name:argument` (e.g. `arithmetic:1-3`, `jsonl:PATH`) and keyword options.
+
+    It lives beside the registry it reads: the task contract (`ttscale.evals.base`) imports nothing of this package.
+    """
+    name, _, arg = spec.partition(":")
+    factory = TASKS.get(name)
+    try:
+        task: Task = factory(arg, **options) if arg else factory(**options)
+    except TypeError as exc:  # an option this task does not take
+        raise ValueError(f"task {name!r}: {exc}") from None
+    return task
+
 
 __all__ = ["LOCAL_COPIES", "TASKS", "Task", "load_task"]

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, overload, runtime_checkable
 
 from ttscale.answers.extract import Extraction
-from ttscale.evals import TASKS
 from ttscale.schema import Problem
 
 Message = dict[str, str]
@@ -133,14 +132,3 @@ def param_defaults(task: Task) -> dict[str, Any]:
     """Strategy parameters `task` suggests (an optional method: tasks without one suggest none)."""
     method = getattr(task, "param_defaults", None)
     return dict(method()) if method is not None else {}
-
-
-def load_task(spec: str, **options: Any) -> Task:
-    """Build a task from `name` or `name:argument` (e.g. `arithmetic:1-3`, `jsonl:PATH`) and keyword options."""
-    name, _, arg = spec.partition(":")
-    factory = TASKS.get(name)
-    try:
-        task: Task = factory(arg, **options) if arg else factory(**options)
-    except TypeError as exc:  # an option this task does not take
-        raise ValueError(f"task {name!r}: {exc}") from None
-    return task

@@ -45,7 +45,7 @@ INSTRUCTION = (
     "in one ```python code block."
 )
 
-#: What a code benchmark suggests (`ttscale.params.task_defaults`). One answer is one function: EvalPlus samples
+#: What a code benchmark suggests (`ttscale.kit.params.task_defaults`). One answer is one function: EvalPlus samples
 #: HumanEval with up to 768 new tokens (evalplus/codegen.py), and a chat model adds a sentence or two around its
 #: block, so a solution gets 1024 tokens; a step is capped like a whole solution (as MATH's are) and the search
 #: depth and verification chains stay MATH's.
@@ -279,7 +279,7 @@ class CodeTask:
                              entry_point=entry_point_of(problem))
 
     def param_defaults(self) -> dict[str, Any]:
-        """Strategy parameters suggested for code (see `ttscale.params.task_defaults`)."""
+        """Strategy parameters suggested for code (see `ttscale.kit.params.task_defaults`)."""
         return dict(self.defaults)
 
     def config(self) -> dict[str, Any]:

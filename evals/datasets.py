@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ GSM8K_INSTRUCTION = (
 )
 
 
-#: What a MATH-style benchmark suggests (`ttscale.params.task_defaults`). search-and-learn's MATH-500 settings
+#: What a MATH-style benchmark suggests (`ttscale.kit.params.task_defaults`). search-and-learn's MATH-500 settings
 #: (huggingface/search-and-learn, src/sal/config.py: max_tokens 2048, num_iterations 40) cap every step's request
 #: at that same max_tokens (src/sal/search/beam_search.py `_beam_search`; diverse_verifier_tree_search.py: 2048),
 #: so a step is cut only where the whole solution would be; GenRM's verification chains get 1024 tokens
@@ -141,7 +141,7 @@ class DatasetTask:
         return math_equal(prediction, problem.reference, timeout=self.timeout)
 
     def param_defaults(self) -> dict[str, Any]:
-        """Strategy parameters suggested for this benchmark (see `ttscale.params.task_defaults`)."""
+        """Strategy parameters suggested for this benchmark (see `ttscale.kit.params.task_defaults`)."""
         return dict(self.spec.param_defaults)
 
     def config(self) -> dict[str, Any]:
@@ -183,68 +183,34 @@ class DatasetTask:
 # -- factories (registered in ttscale.TASKS) -----------------------------------------------------
 
 
-def gsm8k(
-    source: str | None = None,
-    /,
-    *,
-    data_dir: str | os.PathLike[str] | None = None,
-    question_field: str | None = None,
-    answer_field: str | None = None,
-) -> DatasetTask:
-    """GSM8K test split (1,319 problems); references are the number after `#### `."""
-    return _named("gsm8k", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
+def _factory(name: str, doc: str) -> Callable[..., DatasetTask]:
+    """The registered factory of `SPECS[name]`: a local copy (`source`, `--data-dir`) or the hub, its fields
+    renamed by option."""
+
+    def factory(
+        source: str | None = None,
+        /,
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        question_field: str | None = None,
+        answer_field: str | None = None,
+    ) -> DatasetTask:
+        spec = SPECS[name]
+        if question_field:
+            spec = replace(spec, question_field=question_field)
+        if answer_field:
+            spec = replace(spec, answer_field=answer_field)
+        return DatasetTask(spec, path=_local_file(name, source, data_dir))
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = doc
+    return factory
 
 
-def math500(
-    source: str | None = None,
-    /,
-    *,
-    data_dir: str | os.PathLike[str] | None = None,
-    question_field: str | None = None,
-    answer_field: str | None = None,
-) -> DatasetTask:
-    """MATH-500 (the "Let's Verify Step by Step" test subset); levels 1-5, LaTeX references."""
-    return _named("math500", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
-
-
-def aime24(
-    source: str | None = None,
-    /,
-    *,
-    data_dir: str | os.PathLike[str] | None = None,
-    question_field: str | None = None,
-    answer_field: str | None = None,
-) -> DatasetTask:
-    """AIME 2024 I and II (30 problems); integer answers 0-999."""
-    return _named("aime24", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
-
-
-def aime25(
-    source: str | None = None,
-    /,
-    *,
-    data_dir: str | os.PathLike[str] | None = None,
-    question_field: str | None = None,
-    answer_field: str | None = None,
-) -> DatasetTask:
-    """AIME 2025 I and II (30 problems); integer answers 0-999."""
-    return _named("aime25", source, data_dir=data_dir, question_field=question_field, answer_field=answer_field)
-
-
-def _named(
-    name: str,
-    source: str | None,
-    *,
-    data_dir: str | os.PathLike[str] | None,
-    question_field: str | None,
-    answer_field: str | None,
-) -> DatasetTask:
-    spec = SPECS[name]
-    if question_field:
-        spec = replace(spec, question_field=question_field)
-    if answer_field:
-        spec = replace(spec, answer_field=answer_field)
-    return DatasetTask(spec, path=_local_file(name, source, data_dir))
+gsm8k = _factory("gsm8k", "GSM8K test split (1,319 problems); references are the number after `#### `.")
+math500 = _factory("math500", 'MATH-500 (the "Let\'s Verify Step by Step" test subset); levels 1-5, LaTeX references.')
+aime24 = _factory("aime24", "AIME 2024 I and II (30 problems); integer answers 0-999.")
+aime25 = _factory("aime25", "AIME 2025 I and II (30 problems); integer answers 0-999.")
 
 
 def _local_file(name: str, source: str | None, data_dir: str | os.PathLike[str] | None) -> Path | None:

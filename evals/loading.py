@@ -51,7 +51,7 @@ class DatasetSpec:
     """Whether a text's last number counts as its answer when it states none otherwise (GSM8K asks for a
     bare number); elsewhere only a boxed answer, `#### N`, an "answer is" phrase or a final math span count."""
     param_defaults: tuple[tuple[str, Any], ...] = (("max_tokens", 2048), ("max_steps", 40), ("verify_tokens", 1024))
-    """Strategy parameters this benchmark suggests (`ttscale.params.task_defaults`): search-and-learn runs
+    """Strategy parameters this benchmark suggests (`ttscale.kit.params.task_defaults`): search-and-learn runs
     MATH-style problems with solutions of up to 2048 tokens and 40 search iterations; GenRM's verification
     chains get 1024 tokens (sc-genrm-scaling's MATH setting)."""
 

@@ -2,8 +2,8 @@
 
 A strategy is `async def name(problem, ctx, p) -> Answer`: `ctx` meters every engine call on the problem's
 ledger (`ctx.ledger`), `p` is its parameter class, attached with what it can do beyond running by
-`@ttscale.params.strategy(Params, replay=..., difficulty_pool=..., adaptive_candidate=...)` (see
-ttscale.capabilities: sweeps, held-out cells and adaptive routing read these, never a strategy's name).
+`@ttscale.kit.params.strategy(Params, replay=..., difficulty_pool=..., adaptive_candidate=...)` (see
+ttscale.kit.capabilities: sweeps, held-out cells and adaptive routing read these, never a strategy's name).
 Adding a strategy is its file and one line here. Built-ins are registered by path (imported when chosen); a
 plugin registers with `@STRATEGIES.register("name")` or under the `ttscale.strategies` entry-point group.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ttscale.registry import Registry
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
     from ttscale.schema import Answer, Problem
 
     Strategy = Callable[[Problem, Context, Any], Awaitable[Answer]]

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.budget import Budget
-from ttscale.capabilities import capabilities
-from ttscale.context import Context
-from ttscale.params import params_class, parse_params, strategy, task_defaults
-from ttscale.routing.allocation import allocator_for
+from ttscale.kit.capabilities import capabilities
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class, parse_params, strategy, task_defaults
 from ttscale.routing.difficulty import ProbeSettings, run_probe
 from ttscale.routing.policy import Policy
+from ttscale.routing.total_budget import allocator_for
 from ttscale.schema import Answer, Problem
 from ttscale.strategies import STRATEGIES
 
@@ -117,7 +117,7 @@ async def adaptive(problem: Problem, ctx: Context, p: AdaptiveParams) -> Answer:
 
 def routed_params(fn: Any, params: Mapping[str, Any], *, task: Any, budget: Budget) -> Any:
     """The routed strategy's parameters as the sweep cell it was learned from ran them: the task's suggested
-    values under the policy's own (`ttscale.params.task_defaults`), capped at the row's budget as the cell's were.
+    values under the policy's own (`ttscale.kit.params.task_defaults`), capped at the row's budget as the cell's were.
     `task` None: no suggestions (a policy from a sweep made before them, or a run made before them)."""
     cls = params_class(fn)
     suggested = task_defaults(cls, task=task, budget=budget) if task is not None else {}

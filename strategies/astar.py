@@ -29,15 +29,16 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import Node, Search, SearchParams, Select
-from ttscale.verifiers.loading import check_verifier_spec, load_verifier
+from ttscale.verifiers.loading import load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
-class AStarParams(SearchParams):
+class AStarParams(ChecksVerifier, SearchParams):
     """A*-decoding."""
 
     k: int = 4
@@ -51,7 +52,6 @@ class AStarParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("k", self.k)
         check_range("cost_weight", self.cost_weight, 0, 100)
         check_positive("parallel", self.parallel)

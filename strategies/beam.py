@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
+from ttscale.blocks.verified import ChecksVerifier, open_search
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
 from ttscale.schema import Answer, Problem
-from ttscale.search import Node, Search, SearchParams
-from ttscale.verifiers.loading import check_verifier_spec, load_verifier
+from ttscale.search import Node, SearchParams
 
 
 @dataclass(frozen=True, kw_only=True)
-class BeamShapeParams(SearchParams):
+class BeamShapeParams(ChecksVerifier, SearchParams):
     """N and M: the shape that beam search and DVTS share."""
 
     n: int | None = None
@@ -46,7 +46,6 @@ class BeamShapeParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("n", self.n, allow_none=True)
         check_positive("width", self.width)
         if self.n is not None and self.n % self.width:
@@ -69,8 +68,7 @@ class BeamParams(BeamShapeParams):
 
 @strategy(BeamParams)
 async def beam(problem: Problem, ctx: Context, p: BeamParams) -> Answer:
-    search = Search(ctx, p, verifier=load_verifier(p.verifier))
-    n = p.n if p.n is not None else search.width_from_budget(multiple_of=p.width)
+    search, n = open_search(ctx, p, n=p.n, multiple_of=p.width)
     width = min(p.width, n)  # a budget for fewer than M paths: one prefix, as many children as it pays for
     if n < 1:
         return await search.answer([], info={"n": 0, "width": p.width})

@@ -13,25 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ttscale.capabilities import pool_replay
-from ttscale.context import Context
-from ttscale.params import strategy
-from ttscale.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.capabilities import pool_replay
+from ttscale.kit.context import Context
+from ttscale.kit.params import strategy
+from ttscale.kit.selection import best_scored
 from ttscale.schema import Answer, Problem, Sample
-from ttscale.selection import best_scored
-from ttscale.verifiers.loading import check_verifier_spec
 
 
 @dataclass(frozen=True, kw_only=True)
-class BestOfNParams(PoolParams):
+class BestOfNParams(ChecksVerifier, PoolParams):
     verifier: str | None = None
     """Outcome scorer: a name in VERIFIERS (llm_judge, genrm, prm:model=DIR, ...); None = mean token log-prob.
     A verifier's tokens come out of the same budget, after the samples."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.verifier is not None:
-            check_verifier_spec(self.verifier)
 
 
 def select_best(samples: list[Sample], p: BestOfNParams) -> tuple[str | None, dict[str, Any]]:

@@ -30,12 +30,12 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ttscale.capabilities import Derived, EntryParams, Replay, Stored, largest
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
+from ttscale.blocks.thinking import ThinkingFormat, ThinkingParams, answer_after, closing, sampling, thinking_format
+from ttscale.kit.capabilities import Derived, EntryParams, Replay, Stored, largest
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
+from ttscale.kit.selection import majority_vote
 from ttscale.schema import Answer, Problem, Sample
-from ttscale.selection import majority_vote
-from ttscale.thinking import ThinkingFormat, ThinkingParams, answer_after, closing, sampling, thinking_format
 
 
 @dataclass(frozen=True, kw_only=True)

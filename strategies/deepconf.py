@@ -4,7 +4,7 @@ Fu, Wang, Tian, Zhao, "Deep Think with Confidence", arXiv:2508.15260 (2025); ref
 facebookresearch/deepconf (`deepconf/utils.py`, `deepconf/wrapper.py`; the first release's `deepconf-online.py`).
 Its online mode needs a patched vLLM; here the same stop is made on stock vLLM by streaming each trace and aborting it.
 
-Symbols (ttscale.confidence): C_i token confidence, C_G group confidence over a window of n tokens (`window`),
+Symbols (ttscale.engine.confidence): C_i token confidence, C_G group confidence over a window of n tokens (`window`),
 C(t) a trace's score (`score`: mean, lowest_group = C_least, bottom_10, tail); η the share of traces kept
 (`eta`: 0.1 is the paper's DeepConf-low, 0.9 DeepConf-high); N traces (`n`, None = what the budget pays for).
 Offline (`mode="offline"`), as the reference's `compute_all_voting_results` (`deepconf/utils.py`):
@@ -39,13 +39,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ttscale.capabilities import Derived, EntryParams, Replay, Stored, first, replay_pool, varies
-from ttscale.confidence import TRACE_SCORES, WINDOW, GroupWatch, TraceScore, keep_top, percentile, trace_score
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
-from ttscale.sampling import PoolParams, sample_pool
+from ttscale.blocks.sampling import PoolParams, sample_pool
+from ttscale.engine.confidence import TRACE_SCORES, WINDOW, GroupWatch, TraceScore, keep_top, percentile, trace_score
+from ttscale.kit.capabilities import Derived, EntryParams, Replay, Stored, first, replay_pool, varies
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
+from ttscale.kit.selection import weighted_vote
 from ttscale.schema import Answer, Completion, Problem, Sample, SamplingParams
-from ttscale.selection import weighted_vote
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import strategy
+from ttscale.blocks.verified import open_search
+from ttscale.kit.context import Context
+from ttscale.kit.params import strategy
 from ttscale.schema import Answer, Problem
-from ttscale.search import Node, Search
+from ttscale.search import Node
 from ttscale.strategies.beam import BeamShapeParams
-from ttscale.verifiers.loading import load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,8 +33,7 @@ class DVTSParams(BeamShapeParams):
 
 @strategy(DVTSParams)
 async def dvts(problem: Problem, ctx: Context, p: DVTSParams) -> Answer:
-    search = Search(ctx, p, verifier=load_verifier(p.verifier))
-    n = p.n if p.n is not None else search.width_from_budget(multiple_of=p.width)
+    search, n = open_search(ctx, p, n=p.n, multiple_of=p.width)
     width = min(p.width, n)
     if n < 1:
         return await search.answer([], info={"n": 0, "width": p.width, "subtrees": 0})

@@ -53,13 +53,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.blocks.verified import open_search
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_range, strategy
 from ttscale.schema import Answer, Problem
-from ttscale.search import Node, Search, SearchParams, allocate
+from ttscale.search import Node, allocate
 from ttscale.search.ets_ilp import Selection, select_nodes
 from ttscale.search.rounds import Scored, reward_balanced
-from ttscale.verifiers.loading import check_verifier_spec, load_verifier
+from ttscale.strategies.rebase import RewardBalancedParams
 
 #: The reference's MATH-500 settings (hype-parameters/*.yaml, rebase.py); λ_s depends on the width.
 PAPER: dict[str, Any] = {
@@ -76,20 +77,13 @@ def paper_lambda_s(n: int) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ETSParams(SearchParams):
+class ETSParams(RewardBalancedParams):
     """Efficient tree search: REBASE allocation, then KV- and diversity-aware node selection."""
 
-    ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
-    """`width=16` on the command line is N, as the ETS paper names it; deprecated (`DEPRECATED_ALIASES`), since
-    beam's and DVTS's `width` is another quantity: M, the children of each kept prefix."""
     DEPRECATED_ALIASES: ClassVar[dict[str, str]] = {
         "width": "ETS's search width N is n; width is beam's and DVTS's M, children per kept prefix"}
     """Old spellings that still read (scripts, sweep and compare commands), with a warning naming the new one."""
 
-    n: int | None = None
-    """N: the search width (solutions to finish; `width`, deprecated, is read as n); None = B / max_tokens."""
-    temperature_b: float = 0.2
-    """T_b: softmax temperature of the REBASE allocation over verifier values in [0, 1]."""
     lambda_c: float = 1.0
     """λ_c: weight of the retained KV (share of the frontier's tokens); 0 = no pruning (REBASE)."""
     lambda_s: float = 1.5
@@ -113,9 +107,6 @@ class ETSParams(SearchParams):
             if self.n is not None:
                 object.__setattr__(self, "lambda_s", paper_lambda_s(self.n))
         super().__post_init__()
-        check_verifier_spec(self.verifier)  # the name: the registry sits above search
-        check_positive("n", self.n, allow_none=True)
-        check_range("temperature_b", self.temperature_b, 0, 100, low_open=True)
         check_range("lambda_c", self.lambda_c, 0, 1000)
         check_range("lambda_s", self.lambda_s, 0, 1000)
         check_range("threshold", self.threshold, 0, 2)
@@ -127,8 +118,7 @@ class ETSParams(SearchParams):
 
 @strategy(ETSParams)
 async def ets(problem: Problem, ctx: Context, p: ETSParams) -> Answer:
-    search = Search(ctx, p, verifier=load_verifier(p.verifier))
-    n = p.n if p.n is not None else search.width_from_budget()
+    search, n = open_search(ctx, p, n=p.n)
     if p.preset == "paper" and p.n is None:  # the width came from the budget: λ_s follows it
         p = replace(p, lambda_s=paper_lambda_s(n))
     info: dict[str, Any] = {"n": n, "lambda_c": p.lambda_c, "lambda_s": p.lambda_s, "threshold": p.threshold}

@@ -36,11 +36,11 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
-from ttscale.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
 from ttscale.schema import Answer, Problem, SamplingParams
-from ttscale.verifiers.loading import check_verifier_spec
 
 TEST_PROMPT = (
     "{question}\n\nWrite {count} different test cases for the function `{entry_point}` described above, as "
@@ -55,7 +55,7 @@ CODET_TESTS_PER_SAMPLE = 5
 
 
 @dataclass(frozen=True, kw_only=True)
-class GeneratedTestsParams(PoolParams):
+class GeneratedTestsParams(ChecksVerifier, PoolParams):
     """Candidate programs selected by how they fare on model-written tests."""
 
     n: int | None = 8
@@ -88,8 +88,6 @@ class GeneratedTestsParams(PoolParams):
             raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {self.select!r}")
         if self.temperature == 0 and self.test_samples > 1:
             raise ValueError(f"test_samples must be 1 at temperature 0 (greedy tests are one), got {self.test_samples}")
-        if self.verifier is not None:
-            check_verifier_spec(self.verifier)
 
 
 def needs_code(problems: list[Problem]) -> None:

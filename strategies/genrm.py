@@ -33,12 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ttscale.capabilities import Derived, EntryParams, Replay, Stored, largest, spend, varies
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
-from ttscale.sampling import PoolParams, sample_pool
+from ttscale.blocks.sampling import PoolParams, sample_pool
+from ttscale.kit.capabilities import Derived, EntryParams, Replay, Stored, largest, spend, varies
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
+from ttscale.kit.selection import best_scored, weighted_vote
 from ttscale.schema import Answer, Completion, Generation, Problem, SamplingParams
-from ttscale.selection import best_scored, weighted_vote
 from ttscale.verifiers.genrm import GenRM, Verdict
 
 

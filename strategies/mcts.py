@@ -55,11 +55,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
 from ttscale.search import LivePrefixes, Node, Search, SearchParams, softmax
-from ttscale.verifiers.loading import check_verifier_spec, load_verifier
+from ttscale.verifiers.loading import load_verifier
 
 SETTLED = 16
 """Simulations in a row that end at an already visited solution, after which an until-budget search stops."""
@@ -73,7 +74,7 @@ FIRST_VALUED = ("openr", "llm_reasoners")
 
 
 @dataclass(frozen=True, kw_only=True)
-class MCTSParams(SearchParams):
+class MCTSParams(ChecksVerifier, SearchParams):
     """Monte Carlo tree search over steps."""
 
     expand: int = 4
@@ -97,7 +98,6 @@ class MCTSParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("expand", self.expand)
         if self.c_puct is not None:
             check_range("c_puct", self.c_puct, 0, 100)

@@ -17,19 +17,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, strategy
-from ttscale.sampling import vote_or_verify
+from ttscale.blocks.sampling import vote_or_verify
+from ttscale.blocks.thinking import ThinkingParams, finished_thinking, sampling, thinking_format
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, strategy
 from ttscale.schema import Answer, Problem
-from ttscale.thinking import ThinkingParams, finished_thinking, sampling, thinking_format
-from ttscale.verifiers.loading import check_verifier_spec
 
 #: The paper's prefilled thought.
 DUMMY_THOUGHT = "Okay, I think I have finished thinking."
 
 
 @dataclass(frozen=True, kw_only=True)
-class NoThinkingParams(ThinkingParams):
+class NoThinkingParams(ChecksVerifier, ThinkingParams):
     """N answers after a prefilled, finished thinking block."""
 
     n: int | None = None
@@ -44,8 +44,6 @@ class NoThinkingParams(ThinkingParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("n", self.n, allow_none=True)
-        if self.verifier is not None:
-            check_verifier_spec(self.verifier)
 
 
 @strategy(NoThinkingParams)

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.blocks.verified import ChecksVerifier, open_search
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
-from ttscale.search import Search, SearchParams, Select, logit, resample, softmax
-from ttscale.verifiers.loading import check_verifier_spec, load_verifier
+from ttscale.search import SearchParams, Select, logit, resample, softmax
 
 
 @dataclass(frozen=True, kw_only=True)
-class ParticleFilterParams(SearchParams):
+class ParticleFilterParams(ChecksVerifier, SearchParams):
     """Particle filtering with PRM weights."""
 
     n: int | None = None
@@ -41,15 +41,13 @@ class ParticleFilterParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("n", self.n, allow_none=True)
         check_range("temperature_r", self.temperature_r, 0, 100, low_open=True)
 
 
 @strategy(ParticleFilterParams)
 async def particle_filter(problem: Problem, ctx: Context, p: ParticleFilterParams) -> Answer:
-    search = Search(ctx, p, verifier=load_verifier(p.verifier))
-    n = p.n if p.n is not None else search.width_from_budget()
+    search, n = open_search(ctx, p, n=p.n)
     if n < 1:
         return await search.answer([], info={"n": 0})
     (particles,) = await search.expand([search.root], n)

@@ -25,24 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
+from ttscale.blocks.verified import ChecksVerifier, open_search
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Problem
-from ttscale.search import Search, SearchParams
+from ttscale.search import SearchParams
 from ttscale.search.rounds import reward_balanced
-from ttscale.verifiers.loading import check_verifier_spec, load_verifier
 
 
 @dataclass(frozen=True, kw_only=True)
-class RebaseParams(SearchParams):
-    """Reward-balanced tree search."""
+class RewardBalancedParams(ChecksVerifier, SearchParams):
+    """What REBASE and ETS (which starts from REBASE's allocation) share: the width N and the balance temperature."""
 
     ALIASES: ClassVar[dict[str, str]] = {"width": "n"}
     """`width=16` on the command line is N, as the ETS paper names it; deprecated (`DEPRECATED_ALIASES`), since
     beam's and DVTS's `width` is another quantity: M, the children of each kept prefix."""
-    DEPRECATED_ALIASES: ClassVar[dict[str, str]] = {
-        "width": "REBASE's search width N is n; width is beam's and DVTS's M, children per kept prefix"}
-    """Old spellings that still read (scripts, sweep and compare commands), with a warning naming the new one."""
 
     n: int | None = None
     """N: the search width (solutions to finish; `width`, deprecated, is read as n); None = B / max_tokens."""
@@ -51,15 +48,22 @@ class RebaseParams(SearchParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_verifier_spec(self.verifier)  # the name: the registry sits above search
         check_positive("n", self.n, allow_none=True)
         check_range("temperature_b", self.temperature_b, 0, 100, low_open=True)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RebaseParams(RewardBalancedParams):
+    """Reward-balanced tree search."""
+
+    DEPRECATED_ALIASES: ClassVar[dict[str, str]] = {
+        "width": "REBASE's search width N is n; width is beam's and DVTS's M, children per kept prefix"}
+    """Old spellings that still read (scripts, sweep and compare commands), with a warning naming the new one."""
+
+
 @strategy(RebaseParams)
 async def rebase(problem: Problem, ctx: Context, p: RebaseParams) -> Answer:
-    search = Search(ctx, p, verifier=load_verifier(p.verifier))
-    n = p.n if p.n is not None else search.width_from_budget()
+    search, n = open_search(ctx, p, n=p.n)
     if n < 1:
         return await search.answer([], info={"n": 0})
     candidates = await reward_balanced(search, n, temperature=p.temperature_b)

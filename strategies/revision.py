@@ -13,7 +13,7 @@ paper keeps up to 4, the most recent, and fewer when the context cannot hold the
    to revise (`revise_prompt`), and writes a new solution; repeat up to R.
 All chains run at once; selection by majority vote, or the best verifier score (`verifier`).
 On a reasoning model each attempt thinks before it answers: its tokens are metered by phase, the thinking
-(through the model's end-of-thinking delimiter, `ttscale.thinking`) apart from the answer, as budget forcing's
+(through the model's end-of-thinking delimiter, `ttscale.blocks.thinking`) apart from the answer, as budget forcing's
 are; on a model that does not think, an attempt is all answer.
 """
 
@@ -23,16 +23,16 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range, strategy
-from ttscale.sampling import vote_or_verify
+from ttscale.blocks.sampling import vote_or_verify
+from ttscale.blocks.thinking import ThinkingFormat, ThinkingParams, tally_phases, thinking_format
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range, strategy
 from ttscale.schema import Answer, Completion, Problem, SamplingParams
-from ttscale.thinking import ThinkingFormat, ThinkingParams, tally_phases, thinking_format
-from ttscale.verifiers.loading import check_verifier_spec
 
 
 @dataclass(frozen=True, kw_only=True)
-class RevisionParams:
+class RevisionParams(ChecksVerifier):
     """C chains of R attempts, each revising the ones before it."""
 
     chains: int = 2
@@ -53,6 +53,7 @@ class RevisionParams:
     """Sampling temperature."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_positive("chains", self.chains)
         check_positive("revisions", self.revisions)
         check_positive("keep", self.keep)
@@ -60,8 +61,6 @@ class RevisionParams:
         check_range("temperature", self.temperature, 0, 10)
         if self.select_from not in ("all", "last"):
             raise ValueError(f"select_from must be all or last, got {self.select_from!r}")
-        if self.verifier is not None:
-            check_verifier_spec(self.verifier)
 
 
 @strategy(RevisionParams)

@@ -15,24 +15,19 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ttscale.capabilities import pool_replay
-from ttscale.context import Context
-from ttscale.params import strategy
-from ttscale.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.sampling import PoolParams, sample_pool, score_outcomes
+from ttscale.blocks.verified import ChecksVerifier
+from ttscale.kit.capabilities import pool_replay
+from ttscale.kit.context import Context
+from ttscale.kit.params import strategy
+from ttscale.kit.selection import majority_vote, weighted_vote
 from ttscale.schema import Answer, Problem, Sample
-from ttscale.selection import majority_vote, weighted_vote
-from ttscale.verifiers.loading import check_verifier_spec
 
 
 @dataclass(frozen=True, kw_only=True)
-class SelfConsistencyParams(PoolParams):
+class SelfConsistencyParams(ChecksVerifier, PoolParams):
     verifier: str | None = None
     """Weights each vote by this verifier's outcome reward (weighted self-consistency); None = plain majority."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.verifier is not None:
-            check_verifier_spec(self.verifier)
 
 
 def vote(samples: list[Sample], p: Any) -> tuple[str | None, dict[str, Any]]:

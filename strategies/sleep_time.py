@@ -39,11 +39,11 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ttscale.blocks.sampling import PoolParams, sample_pool
 from ttscale.budget import Budget
-from ttscale.capabilities import Derived, Replay, Stored, derive_pool
-from ttscale.context import Context
-from ttscale.params import check_range, strategy
-from ttscale.sampling import PoolParams, sample_pool
+from ttscale.kit.capabilities import Derived, Replay, Stored, derive_pool
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_range, strategy
 from ttscale.schema import Answer, Problem, SamplingParams
 from ttscale.strategies.self_consistency import vote
 

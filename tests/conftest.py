@@ -52,9 +52,9 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def sync_engine() -> Iterator[object]:
     """One engine for the whole session, on a background loop (start-up is paid once)."""
-    from ttscale.engine import SyncEngine
+    from ttscale.engine import BlockingEngine
 
-    engine = SyncEngine()
+    engine = BlockingEngine()
     yield engine
     engine.close()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ttscale.params import strategy
-from ttscale.sampling import PoolParams
+from ttscale.blocks.sampling import PoolParams
+from ttscale.kit.params import strategy
 
 
 @strategy(PoolParams)

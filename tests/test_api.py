@@ -242,7 +242,7 @@ def test_the_cli_and_the_api_hand_the_same_spec_to_one_path(
     import ttscale.engine
     import ttscale.pipeline
     from ttscale.cli import build_parser, main
-    from ttscale.runner import RunSpec
+    from ttscale.running.runner import RunSpec
     from ttscale.testing import SimulatedArithmeticPolicy
 
     calls: list[tuple[RunSpec, dict[str, object]]] = []

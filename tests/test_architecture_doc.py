@@ -14,7 +14,8 @@ def test_every_path_the_architecture_doc_names_exists() -> None:
     text = DOC.read_text(encoding="utf-8")
     named = set(re.findall(r"`((?:ttscale|strategies|verifiers|evals|tools|tests)/[\w/.<>-]*)`", text))
     named |= {f"ttscale/{m}" for m in re.findall(r"`((?:cli|engine|search|runstore|sweeps|routing|reporting|scaling|"
-                                                  r"distributed|allocsearch|sandbox|stats|cost|testing)/)`", text)}
+                                                  r"running|kit|blocks|comparisons|allocsearch|sandbox|stats|cost|"
+                                                  r"testing)/)`", text)}
     concrete = {p for p in named if "<" not in p}
     assert len(concrete) > 20
     missing = sorted(p for p in concrete if not (REPO / p).exists())

@@ -55,7 +55,7 @@ class FakeEngine:
 
 
 class FakeSync:
-    """A SyncEngine's shape: the engine is its `.engine`."""
+    """A BlockingEngine's shape: the engine is its `.engine`."""
 
     engine = FakeEngine()
 
@@ -137,7 +137,7 @@ def test_every_engine_benchmark_is_listed_and_every_benchmark_prints_its_provena
         if script.stem in ("provenance", "verdicts", "evidence", "decided", "deciding"):
             continue
         text = script.read_text(encoding="utf-8")
-        starts_engine = "SyncEngine(" in text or "ttscale.Engine(" in text
+        starts_engine = "BlockingEngine(" in text or "ttscale.Engine(" in text
         assert starts_engine == (script.stem in ENGINE_BENCHMARKS), script.name
         assert "provenance_line(" in text, f"{script.name} prints no provenance line"
         if starts_engine:

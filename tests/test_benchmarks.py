@@ -56,7 +56,7 @@ def _harness() -> Any:
 def test_every_default_row_of_the_harness_is_a_valid_run() -> None:
     # The rows' parameters are only checked when a strategy's parameter class parses them: a renamed or
     # newly validated parameter (deepconf's n ≥ warmup online, mcts's lack of a width) fails here, not hours in.
-    from ttscale.runner import prepare
+    from ttscale.running.runner import prepare
 
     harness = _harness()
     assert {"deepconf", "deepconf~online", "mcts", harness.ONLINE_BASELINE} <= set(harness.DEFAULT)
@@ -73,7 +73,7 @@ def test_deepconf_online_runs_in_the_harness_and_stops_traces_in_the_engine() ->
     import asyncio
     import tempfile
 
-    from ttscale.runner import prepare
+    from ttscale.running.runner import prepare
     from ttscale.testing import LatencyModel
 
     harness = _harness()

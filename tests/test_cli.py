@@ -156,7 +156,7 @@ def _stop(proc: subprocess.Popen[bytes], signum: signal.Signals, out: Path, code
 def test_ctrl_c_then_sigterm_and_each_resume_goes_on_to_every_problem_once(tmp_path: Path, api_engine: Any) -> None:
     # One run stopped twice, each stage resuming the last: Ctrl-C, then a scheduler's SIGTERM, then `ttscale.run`
     # on the session's engine finishes what the CLI left (two engine starts where two tests took four). kill -9 at
-    # random points, then resume, is tests/distributed/test_crash_resume.py.
+    # random points, then resume, is tests/running/distributed/test_crash_resume.py.
     import ttscale
 
     out = tmp_path / "run"

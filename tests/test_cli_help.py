@@ -24,7 +24,7 @@ def test_every_help_renders(argv: list[str], capsys: pytest.CaptureFixture[str])
 
 
 def test_compare_help_names_the_intervals_compare_computes(capsys: pytest.CaptureFixture[str]) -> None:
-    from ttscale.comparison import INTERVALS
+    from ttscale.comparisons.paired import INTERVALS
 
     for argv in (["--help"], ["compare", "--help"]):
         text = _help(argv, capsys)
@@ -35,6 +35,6 @@ def test_compare_help_names_the_intervals_compare_computes(capsys: pytest.Captur
 
 @pytest.mark.parametrize("command", ["run", "compare", "sweep"])
 def test_data_dir_help_is_the_loaders_layout(command: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from ttscale.flags import data_dir_help
+    from ttscale.running.flags import data_dir_help
 
     assert " ".join(data_dir_help().split()) in _help([command, "--help"], capsys)

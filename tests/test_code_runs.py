@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_runner import run
 from ttscale.reporting import load_runs, pass_at_k_table
-from ttscale.runner import RunSpec
+from ttscale.running.runner import RunSpec
 from ttscale.runstore.storage import RESULTS
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ import pytest
 
 from tests.adaptive.sim import SeededSimulator, engine_config
 from ttscale.cli import main
-from ttscale.comparison import COMPARE, Arm, CompareOptions, analyse, compare, load_arms, markdown
+from ttscale.comparisons.paired import COMPARE, Arm, CompareOptions, analyse, compare, load_arms, markdown
 from ttscale.stats.paired import compare_pair, pair_records
 from ttscale.stats.proportions import tango_interval
 
@@ -290,20 +290,20 @@ def test_compare_works_inside_a_running_event_loop(compared: Path, tmp_path: Pat
 
 def test_ttscale_compare_is_the_library_function() -> None:
     import ttscale
-    import ttscale.comparison  # importing the module must not replace the package's `compare` function
+    import ttscale.comparisons.paired  # importing the module must not replace the package's `compare` function
 
-    assert ttscale.compare is compare and isinstance(Arm, type) and ttscale.comparison.compare is compare
+    assert ttscale.compare is compare and isinstance(Arm, type) and ttscale.comparisons.paired.compare is compare
 
 
 def test_the_rendering_is_its_own_module_and_still_exported_here() -> None:
-    # comparison.py was split by concern (issue 46): compare.json's Markdown lives in ttscale.comparison_markdown,
-    # and `from ttscale.comparison import markdown` (reporting, the CLI) is the same function.
-    import ttscale.comparison
-    import ttscale.comparison_markdown
+    # comparison.py was split by concern (issue 46): compare.json's Markdown lives in ttscale.comparisons.markdown,
+    # and `from ttscale.comparisons.paired import markdown` (reporting, the CLI) is the same function.
+    import ttscale.comparisons.markdown
+    import ttscale.comparisons.paired
 
-    assert ttscale.comparison.markdown is ttscale.comparison_markdown.markdown
-    assert "markdown" in ttscale.comparison.__all__
-    for module in (ttscale.comparison, ttscale.comparison_markdown):
+    assert ttscale.comparisons.paired.markdown is ttscale.comparisons.markdown.markdown
+    assert "markdown" in ttscale.comparisons.paired.__all__
+    for module in (ttscale.comparisons.paired, ttscale.comparisons.markdown):
         assert len(Path(str(module.__file__)).read_text().splitlines()) < 400, module.__name__
 
 
@@ -370,17 +370,17 @@ def test_compare_on_the_real_engine_pairs_repeats_and_resumes(tmp_path: Path, ap
 
 
 def ttscale_records(path: Path) -> list[dict[str, Any]]:
-    from ttscale.comparison import read_run
+    from ttscale.comparisons.paired import read_config_and_records
 
-    return read_run(path)[1]
+    return read_config_and_records(path)[1]
 
 
 
 def test_a_comparison_keeps_the_time_it_was_computed(monkeypatch: pytest.MonkeyPatch) -> None:
     # compare.json is written from to_dict() and a caller may ask again later: both must say the same `created`
     # (the real-engine test compares them and failed when a second ticked over between the two).
-    from ttscale import comparison
-    from ttscale.comparison import CompareOptions, Comparison
+    from ttscale.comparisons import paired as comparison
+    from ttscale.comparisons.paired import CompareOptions, Comparison
 
     result = Comparison((), (), CompareOptions())
     first = result.to_dict()["created"]

@@ -1,4 +1,5 @@
-"""`ttscale compare` of runs made on different engines (ttscale.environments): split arms, the pair's note, the CLI.
+"""`ttscale compare` of runs made on different engines (ttscale.comparisons.environments): split arms, the pair's
+note, the CLI.
 
 The runs are copies of a real run (tests/data/real_runs/sc-n4, its first five problems) with the engine
 determinants written into config.json and, where a test says so, other sample texts: what two machines give.
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from ttscale.cli import main
-from ttscale.comparison import CompareOptions, analyse, markdown
+from ttscale.comparisons.paired import CompareOptions, analyse, markdown
 from ttscale.stats.paired import compare_pair
 
 REAL = Path(__file__).parent / "data" / "real_runs" / "sc-n4"

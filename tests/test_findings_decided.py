@@ -29,7 +29,7 @@ def decided() -> Iterator[ModuleType]:
 
 
 class Sync:
-    """What findings.py's SyncEngine offers a finding: an engine and a loop to run a coroutine on."""
+    """What findings.py's BlockingEngine offers a finding: an engine and a loop to run a coroutine on."""
 
     def __init__(self) -> None:
         self.engine = SeededSimulator(seed=1)

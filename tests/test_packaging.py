@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_import_ttscale_is_light(tmp_path: Path) -> None:
     code = (
-        "import sys, ttscale, ttscale.cli, ttscale.strategies, ttscale.evals, ttscale.verifiers, ttscale.runner;"
+        "import sys, ttscale, ttscale.cli, ttscale.strategies, ttscale.evals, ttscale.verifiers, "
+        "ttscale.running.runner;"
         "print(','.join(m for m in ('vllm', 'torch', 'ray', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.run_config import check_resume
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, prepare_cell

@@ -237,7 +237,7 @@ def test_every_declared_name_is_a_readme_command() -> None:
 
 
 def test_readme_names_the_intervals_compare_computes() -> None:
-    from ttscale.comparison import ACCURACY_INTERVAL, COST_INTERVAL
+    from ttscale.comparisons.paired import ACCURACY_INTERVAL, COST_INTERVAL
 
     text = " ".join(README.read_text(encoding="utf-8").split())
     assert f"Accuracy differences get {ACCURACY_INTERVAL}" in text and f"Cost ratios get {COST_INTERVAL}" in text

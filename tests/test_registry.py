@@ -28,7 +28,7 @@ def test_lazy_loading_imports_on_get() -> None:
 
 
 def test_every_registered_strategy_has_params() -> None:
-    from ttscale.params import params_class
+    from ttscale.kit.params import params_class
 
     for name in STRATEGIES.names():
         assert params_class(STRATEGIES.get(name))

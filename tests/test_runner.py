@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ttscale.pipeline import execute
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.run_config import check_resume, write_config
 from ttscale.runstore.storage import RESULTS, RunDir, RunDirError
 

@@ -1,4 +1,4 @@
-"""What a benchmark suggests for a strategy's parameters (`ttscale.params.task_defaults`): the references' values.
+"""What a benchmark suggests for a strategy's parameters (`ttscale.kit.params.task_defaults`): the references' values.
 
 search-and-learn (src/sal/config.py, src/sal/search/beam_search.py) caps a MATH solution at 2048 tokens and each
 step's request at the same 2048; a sequential strategy's answer is a whole solution (NoThinking's is the solution
@@ -15,8 +15,8 @@ import pytest
 
 from ttscale.budget import Budget
 from ttscale.cli import main
-from ttscale.evals.base import load_task
-from ttscale.params import params_class, task_defaults
+from ttscale.evals import load_task
+from ttscale.kit.params import params_class, task_defaults
 from ttscale.strategies import STRATEGIES
 
 SEARCHES = ("beam", "dvts", "rebase", "ets", "astar", "particle_filter")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ttscale.evals.metrics import majority_at_k
+from ttscale.stats.metrics import majority_at_k
 from ttscale.stats.proportions import paired_proportions, tango_interval
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -97,7 +97,7 @@ def still_rising(problems: int = 40, seed: int = 1) -> list[list[str]]:
 
 def curves(pools: list[list[str]], ks: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(maj@k, coverage@k) per problem, as findings.pool_findings computes them."""
-    from ttscale.evals.metrics import pass_at_k
+    from ttscale.stats.metrics import pass_at_k
 
     majority = np.array([v.grouped_majority(p, grade, ks) for p in pools])
     cover = np.array([[pass_at_k(n=len(p), c=sum(map(grade, p)), k=k) for k in ks] for p in pools])
@@ -282,7 +282,7 @@ def test_saturating_fit_recovers_its_parameters() -> None:
 
 def coverage_curves(rates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """coverage@k per problem (problems × KS) of one 32-sample pool drawn at each problem's rate."""
-    from ttscale.evals.metrics import pass_at_k
+    from ttscale.stats.metrics import pass_at_k
 
     return np.array([[pass_at_k(n=32, c=int(c), k=k) for k in KS] for c in rng.binomial(32, rates)])
 
@@ -328,8 +328,8 @@ def test_majority_at_k_groups_equivalent_answers() -> None:
 
 
 def test_vote_groups_count_as_majority_vote_does() -> None:
+    from ttscale.kit.selection import majority_vote
     from ttscale.schema import Sample
-    from ttscale.selection import majority_vote
 
     pools: list[Sequence[str | None]] = [["x+1", "1+x", "(x+1)", "2x", "2x", "\\frac{1}{2}"],
                                          ["0.5", "1/2", "\\dfrac12", "3", "3", "3"],
@@ -389,7 +389,7 @@ def test_findings_pool_rows_use_the_rules() -> None:
 
 
 def test_ets_regime_reads_equal_accuracy_by_the_same_rule() -> None:
-    from ttscale.comparison import Arm, CompareOptions, Comparison
+    from ttscale.comparisons.paired import Arm, CompareOptions, Comparison
     from ttscale.stats.paired import compare_pair
 
     ets_regime = _benchmark("ets_regime")

@@ -33,14 +33,14 @@ from ttscale.engine import backend_for
 from ttscale.engine.base import EngineConfig
 from ttscale.engine.spawn import refuse_in_spawned_bootstrap
 from ttscale.pipeline import Finished
-from ttscale.session import Engine, call_config, drive, engine_config, stamp
+from ttscale.running.session import SharedEngine, call_config, drive, engine_config, stamp
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ttscale.distributed import DistributedConfig
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
     from ttscale.engine.openai import OpenAIConfig
+    from ttscale.running.distributed import DistributedConfig
     from ttscale.scaling.result import Fit
 
 
@@ -67,7 +67,7 @@ def run(
     engine_args: Mapping[str, Any] | None = None,
     engine_config: EngineConfig | None = None,
     out: str | Path | None = None,
-    engine: Engine | EngineClient | None = None,
+    engine: SharedEngine | AsyncEngine | None = None,
     seed: int = 0,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
@@ -85,13 +85,13 @@ def run(
     `budget`: per problem (None: 8k, or `total_budget` where that is given); `total_budget`: a budget over the
     whole task, shared by its problems and never exceeded (`--total-budget`). `hardware`: the profile that prices
     FLOPs and eFLOPs (None: B200). `seed`: the run's seed, and the engine's when the call starts its own.
-    `engine`: a started `Engine` to share (its model and settings are the run's), or an engine object used as
+    `engine`: a started `SharedEngine` to share (its model and settings are the run's), or an engine object used as
     it is (anything with the engine's methods: a simulator in tests); None = start one for this run, of
     `model` (None: `embedded`) with `engine_args` (any argument of the installed vLLM's engine, by name:
     {"tensor_parallel_size": 2, "quantization": "fp8"}; checked before anything starts), or as `engine_config`
     (a whole EngineConfig) says. `server`: a served model (an OpenAIConfig: the `openai` backend) instead of an
     engine in this process. `distributed`: the problems spread over Ray workers, one engine each (a
-    `ttscale.distributed.DistributedConfig`). Works inside a running event loop (a notebook) too.
+    `ttscale.running.distributed.DistributedConfig`). Works inside a running event loop (a notebook) too.
     `deterministic=True`: samples that do not depend on the batch or the concurrency (`EngineConfig.deterministic`;
     refused in one line where the device cannot); None keeps the engine settings' own mode.
     `resume`: None = calling again with the same `out` resumes: the settings must be the run's, and only unfinished
@@ -104,15 +104,15 @@ def run(
     where its log was kept.
     """
     from ttscale.pipeline import carry_out  # the pipeline `ttscale run` calls too, looked up when called
-    from ttscale.runner import RunSpec
+    from ttscale.running.runner import RunSpec
 
     refuse_in_spawned_bootstrap("ttscale.run")  # before the run's folder is read or locked
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
-    if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
+    if server is not None and (isinstance(engine, SharedEngine) or model is not None or engine_args):
         raise ValueError("server= runs a served model; engine=, model= and engine_args= are for vLLM engines in "
                          "this process (the served model's name goes in the OpenAIConfig)")
-    if engine_config is None and not isinstance(engine, Engine):
+    if engine_config is None and not isinstance(engine, SharedEngine):
         config = replace(config, seed=seed)  # the engine this call makes is seeded as the run (`ttscale run --seed`)
     total = None if total_budget is None else str(total_budget)
     spec = RunSpec(strategy=strategy, budget=str(budget if budget is not None else total or "8k"), task=task,
@@ -154,7 +154,7 @@ def sweep(
     engine_config: EngineConfig | None = None,
     server: OpenAIConfig | None = None,
     out: str | Path | None = None,
-    engine: Engine | EngineClient | None = None,
+    engine: SharedEngine | AsyncEngine | None = None,
     concurrency: int = 64,
     task_options: dict[str, Any] | None = None,
     subsample: bool = True,
@@ -167,7 +167,7 @@ def sweep(
     """Run a grid as `ttscale sweep` does: each strategy (`"name key=v1|v2 ..."`) × budget × seed, sample pools
     generated once at the largest budget and replayed at the smaller ones (`subsample`).
 
-    `engine`: a started `Engine` shared by every seed (seeds still seed every request), or an engine object used
+    `engine`: a started `SharedEngine` shared by every seed (seeds still seed every request), or an engine object used
     as it is (a simulator in tests); None = one engine per seed, of `model` with `engine_args` (vLLM engine
     arguments by name) or as `engine_config` says, as for `run`. `server`: a served model (an OpenAIConfig:
     the `openai` backend) instead of engines in this process. Works inside a running event loop too.
@@ -186,7 +186,7 @@ def sweep(
     budgets = [budgets] if isinstance(budgets, str | int) else budgets
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
-    if server is not None and (isinstance(engine, Engine) or model is not None or engine_args):
+    if server is not None and (isinstance(engine, SharedEngine) or model is not None or engine_args):
         raise ValueError("server= runs a served model; engine=, model= and engine_args= are for vLLM engines in "
                          "this process (the served model's name goes in the OpenAIConfig)")
     from ttscale.engine.determinism import refuse_served
@@ -234,14 +234,14 @@ def fit(
     Runs are read through `ttscale.runstore.runs`; what the reading counted specially (errored problems kept as wrong,
     torn last lines left out) is in `fit.details["read"]`. Bad input raises ValueError with one line.
     """
-    from ttscale.scaling.inputs import read_points, read_runs
+    from ttscale.scaling.inputs import points_from_runs, read_points
     from ttscale.scaling.laws import fit_law
 
     if (runs is None) == (points is None):
         raise ValueError("give either run directories (runs=) or a CSV of points (points=), one of the two")
     if law == "genrm" and lam is None:
         raise ValueError("law genrm needs lam (verification tokens per solution token, e.g. 1.0)")
-    data = read_points(points, law=law) if points is not None else read_runs(list(runs or []), law=law, x=x)
+    data = read_points(points, law=law) if points is not None else points_from_runs(list(runs or []), law=law, x=x)
     result = fit_law(law, data, form=form, mode=mode, epsilon=epsilon, lam=lam, scope=scope, n_boot=n_boot,
                      level=level, seed=seed)
     read = list(data.get("notes") or [])
@@ -263,7 +263,7 @@ def report(
         raise ValueError(f"format must be md or html, got {kind!r}")
     if out is not None:  # never over a run's files or the inputs (OutputError, a ValueError)
         check_output(out, inputs=[runs] if isinstance(runs, str | Path) else runs, flag="out")
-    from ttscale.reporting.allocations import find_allocations
+    from ttscale.reporting.allocation_searches import find_allocations
 
     problems = load_runs(runs)
     comparisons = find_comparisons(runs)
@@ -279,10 +279,10 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     """A run directory's records (results.jsonl, one dict per finished problem), read as every other reader reads
     it (`ttscale.runstore.runs.read_run`): a torn last line, records of problems outside the run's task and attempts
     a server fault left unfinished are left out, each with a warning; an empty run gives []."""
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.runstore.runs import read_run
 
     return read_run(path, finished=False, tasks=load_task).records
 
 
-__all__ = ["Engine", "Run", "Sweep", "engine_config", "fit", "read_records", "report", "run", "sweep"]
+__all__ = ["Run", "SharedEngine", "Sweep", "engine_config", "fit", "read_records", "report", "run", "sweep"]

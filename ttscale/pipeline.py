@@ -27,15 +27,15 @@ from typing import IO, TYPE_CHECKING, Any
 from ttscale.runstore.storage import RunDirError
 
 if TYPE_CHECKING:
-    from ttscale.distributed import DistributedConfig
-    from ttscale.engine.base import EngineClient
-    from ttscale.logs import Terminal
-    from ttscale.progress import Progress
-    from ttscale.run_spec import RunSpec
-    from ttscale.runner import Prepared, Solver
+    from ttscale.engine.base import AsyncEngine
+    from ttscale.engine.logs import Terminal
+    from ttscale.running.distributed import DistributedConfig
+    from ttscale.running.progress import Progress
+    from ttscale.running.run_spec import RunSpec
+    from ttscale.running.runner import Prepared, Solver
+    from ttscale.running.session import SharedEngine
+    from ttscale.running.signals import NoteStops
     from ttscale.runstore.storage import RunDir
-    from ttscale.session import Engine
-    from ttscale.signals import NoteStops
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class RunExists(RunDirError):
 
 def stored_spec(folder: str | Path) -> RunSpec:
     """The spec the run in `folder` was made with (config.json), for `--resume` to put the flags given on."""
-    from ttscale.run_spec import RunSpec
+    from ttscale.running.run_spec import RunSpec
     from ttscale.runstore.storage import CONFIG, RunDir
 
     stored = RunDir(folder)
@@ -63,7 +63,7 @@ def carry_out(
     spec: RunSpec,
     *,
     out: str | Path | None = None,
-    engine: Engine | EngineClient | None = None,
+    engine: SharedEngine | AsyncEngine | None = None,
     resume: bool | None = None,
     distributed: DistributedConfig | None = None,
     progress: bool = False,
@@ -81,10 +81,10 @@ def carry_out(
     handlers there). `verbose`: the engine's output goes to this terminal instead of the run's engine.log. `argv`:
     the command config.json records (None: sys.argv).
     """
-    from ttscale.runner import prepare
+    from ttscale.running.runner import prepare
+    from ttscale.running.session import drive
     from ttscale.runstore.run_config import check_resume, default_out
     from ttscale.runstore.storage import RunDir
-    from ttscale.session import drive
 
     if distributed is not None:
         if engine is not None:
@@ -108,7 +108,7 @@ def carry_out(
         check_resume(run_dir, prepared, config=stored)
     recorded = bool(((stored or {}).get("environment") or {}).get("engine"))  # a new run's engine: once started
 
-    async def work(on: EngineClient | None) -> dict[str, Any]:
+    async def work(on: AsyncEngine | None) -> dict[str, Any]:
         if started is not None:
             started()
         return await _launch(prepared, run_dir, resuming=resuming, recorded=recorded, engine=on,
@@ -121,7 +121,7 @@ def _with_stored_params(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
     """`spec` with the parameters its stored run (`config`, its config.json) was made with (the task defaults of that
     day included) under the ones it gives, each under its field's own name (an alias given, `width`, replaces the
     stored `n`)."""
-    from ttscale.params import field_names, params_class
+    from ttscale.kit.params import field_names, params_class
     from ttscale.strategies import STRATEGIES
 
     identity = config.get("identity")
@@ -135,7 +135,7 @@ def _with_stored_params(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
     return replace(spec, params={**{k: v for k, v in stored.items() if k in settable}, **given})
 
 
-async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, recorded: bool, engine: EngineClient | None,
+async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, recorded: bool, engine: AsyncEngine | None,
                   distributed: DistributedConfig | None, progress: bool, log: bool,
                   argv: list[str] | None) -> dict[str, Any]:
     """Run `prepared` into `run_dir`, held open for writing throughout, and return its summary.
@@ -146,11 +146,11 @@ async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, record
     `recorded`: config.json already describes the run's engine (a resumed run's), which is then left as it is.
     """
     from ttscale.engine.base import environ_defaults
-    from ttscale.launch import engine_failure, keep_engine_log, start_error
-    from ttscale.logs import capture_output
+    from ttscale.engine.logs import capture_output
+    from ttscale.running.launch import engine_failure, keep_engine_log, start_error
+    from ttscale.running.signals import Interrupted, NoteStops
     from ttscale.runstore.run_config import write_config
     from ttscale.runstore.storage import ENGINE_LOG
-    from ttscale.signals import Interrupted, NoteStops
 
     created = not run_dir.path.exists()
     with run_dir.open_for_writing():
@@ -182,7 +182,7 @@ async def _launch(prepared: Prepared, run_dir: RunDir, *, resuming: bool, record
             raise start_error(exc, kept) from exc
 
 
-async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: EngineClient | None,
+async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: AsyncEngine | None,
                  distributed: DistributedConfig | None, progress: bool, terminal: Terminal,
                  stops: NoteStops, unrecorded: bool) -> dict[str, Any]:
     """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
@@ -208,7 +208,7 @@ async def _serve(prepared: Prepared, run_dir: RunDir, *, engine: EngineClient | 
     if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
         log = run_dir.path / ENGINE_LOG
         print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
-    with stops.starting():  # a stop signal ends the start at once (it blocks the loop; see ttscale.signals)
+    with stops.starting():  # a stop signal ends the start at once (it blocks the loop; see ttscale.running.signals)
         started = await start_engine(prepared.spec.engine_config())
     try:
         if unrecorded:
@@ -240,17 +240,17 @@ def writing_cell(run_dir: RunDir, prepared: Prepared, engine: dict[str, Any] | N
         yield
 
 
-async def run_cell(prepared: Prepared, run_dir: RunDir, engine: EngineClient, *, progress: bool = False) -> None:
+async def run_cell(prepared: Prepared, run_dir: RunDir, engine: AsyncEngine, *, progress: bool = False) -> None:
     """Run a sweep cell's unfinished problems on `engine` (shared by the cells of its seed) into `run_dir`."""
     with writing_cell(run_dir, prepared, engine.describe()):
         await execute(prepared, engine, run_dir, progress=progress)
 
 
-async def execute(prepared: Prepared, engine: EngineClient, run_dir: RunDir, *, progress: bool = True,
+async def execute(prepared: Prepared, engine: AsyncEngine, run_dir: RunDir, *, progress: bool = True,
                   progress_file: IO[str] | None = None) -> dict[str, Any]:
     """Run every unfinished problem on `engine` (in this process), append its record as it finishes, and write
     summary.json; `run_dir` is held open for writing by the caller."""
-    from ttscale.runner import engine_solver
+    from ttscale.running.runner import engine_solver
 
     solver, on_progress = engine_solver(prepared, engine)
     return await run_problems(prepared, run_dir, solver, concurrency=prepared.spec.concurrency, progress=progress,
@@ -261,9 +261,9 @@ async def on_workers(prepared: Prepared, run_dir: RunDir, config: DistributedCon
                      progress_file: IO[str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run every unfinished problem on a pool of Ray workers (one engine each), append the records and write
     summary.json; returns the summary and the workers' engine descriptions. `run_dir` is held open by the caller."""
-    from ttscale.distributed.pool import WorkerPool
+    from ttscale.running.distributed.pool import RayWorkerPool
 
-    async with WorkerPool(prepared=prepared, config=config) as pool:
+    async with RayWorkerPool(prepared=prepared, config=config) as pool:
         summary = await run_problems(prepared, run_dir, pool.solve, concurrency=pool.capacity, progress=progress,
                                      progress_file=progress_file)
         summary["workers"] = pool.stats()
@@ -284,9 +284,9 @@ async def run_problems(
     process alone appends their records (a group commit: each durable before its problem counts as done), then
     writes summary.json and returns it. `run_dir` is held open for writing by the caller."""
     from ttscale.budget import Ledger
-    from ttscale.runner import solve_problems
+    from ttscale.kit.stages import StageStore
+    from ttscale.running.runner import solve_problems
     from ttscale.runstore.storage import STAGES, GroupCommit
-    from ttscale.stages import StageStore
 
     finished = run_dir.finished_ids()
     todo = [p for p in prepared.problems if p.id not in finished]

@@ -46,7 +46,7 @@ class SamplingParams:
     """Strings that end a sample; the stop string itself is not included in the text."""
     logprobs: int | None = None
     """Return the log-probability of each sampled token and this many top alternatives (0 = only the sampled one)."""
-    # Not in the repr: a request's seed hashes its repr (ProblemEngine), and every stored run's seeds stay as they were.
+    # Not in the repr: a request's seed hashes its repr (SeededEngine), and every stored run's seeds stay as they were.
     regex: str | None = field(default=None, repr=False)
     """Constrain every sample to match this regular expression whole (vLLM's structured outputs: a reply in a
     given JSON shape, with no room for the runs of blank lines a small model fills a free JSON schema with).
@@ -92,7 +92,7 @@ class Completion:
     """Per position, the top alternatives (decoded token → log-probability), when requested with logprobs > 0."""
     finish_reason: FinishReason = "stop"
     confidences: tuple[float, ...] | None = None
-    """Per position, DeepConf's token confidence (`ttscale.confidence.token_confidence` of every candidate the
+    """Per position, DeepConf's token confidence (`ttscale.engine.confidence.token_confidence` of every candidate the
     engine returned there, computed from its raw log-probs: two candidates that decode alike both count), when
     requested with logprobs > 0."""
 

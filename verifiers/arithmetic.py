@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from ttscale.params import check_range
+from ttscale.kit.params import check_range
 from ttscale.verifiers.safe_eval import check_step
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
 
 
 @lru_cache(maxsize=65536)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
 
 
 @runtime_checkable

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from ttscale.context import Context
-from ttscale.params import check_positive, check_range
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range
 from ttscale.schema import Completion, SamplingParams
 from ttscale.verifiers.judging import TOP_K, yes_probability
 

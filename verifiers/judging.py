@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ttscale.context import Context
+from ttscale.kit.context import Context
 from ttscale.schema import SamplingParams
 
 YES = frozenset({"yes", "y", "correct", "true", "+"})

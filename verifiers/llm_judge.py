@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ttscale.context import Context
-from ttscale.params import check_range
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_range
 from ttscale.verifiers.judging import judge
 
 STEP_QUESTION = "Is the last step of this solution correct? Answer Yes or No."

@@ -23,7 +23,7 @@ def load_verifier(spec: str) -> Any:
     """
     import dataclasses
 
-    from ttscale.params import parse_params
+    from ttscale.kit.params import parse_params
 
     name, options = parse_verifier_spec(spec)
     factory = VERIFIERS.get(name)

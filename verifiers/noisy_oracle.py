@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ttscale.params import check_range
+from ttscale.kit.params import check_range
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ttscale.context import Context
 from ttscale.engine.base import EngineConfig
-from ttscale.params import check_range
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_range
 from ttscale.search.score import AGGREGATES, Aggregate, aggregate
 from ttscale.search.steps import DEFAULT_DELIMITER, split_steps, unescape
 
@@ -89,8 +89,8 @@ class PRM:
                 return
             from transformers import AutoTokenizer
 
+            from ttscale.engine.models import resolve_model
             from ttscale.engine.vllm import VLLMEngine
-            from ttscale.models import resolve_model
 
             # The tag is checked on the PRM's tokenizer alone (as its engine will tokenize: no special tokens), so a
             # bad one is refused in a second instead of after an engine start.

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from ttscale.evals.base import extraction_of
 from ttscale.evals.code import CodeTask, build_program, entry_point_of
-from ttscale.params import check_range
+from ttscale.kit.params import check_range
 from ttscale.schema import Problem
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
     from ttscale.sandbox import Sandbox
 
 

@@ -22,10 +22,10 @@ from typing import Any
 from ttscale.budget import Budget
 from ttscale.engine.base import EngineConfig
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.routing.difficulty import Features, ProbeSettings
 from ttscale.routing.policy import Difficulty, LearnOptions, Outcome, learn_policy
-from ttscale.runner import Meters, Prepared, RunSpec
+from ttscale.running.runner import Meters, Prepared, RunSpec
 from ttscale.schema import Completion, FinishReason, Generation, Problem, SamplingParams
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy

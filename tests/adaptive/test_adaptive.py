@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from tests.adaptive.sim import SeededSimulator, prepared_for, synthetic_policy
 from ttscale.budget import Budget
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.params import parse_params
+from ttscale.kit.params import parse_params
 from ttscale.pipeline import execute
-from ttscale.routing.allocation import with_total_budget
 from ttscale.routing.difficulty import ProbeSettings
 from ttscale.routing.policy import Policy
-from ttscale.runner import solve
+from ttscale.routing.total_budget import with_total_budget
+from ttscale.running.runner import solve
 from ttscale.runstore.storage import RunDir
 from ttscale.strategies.adaptive import AdaptiveParams
 
@@ -178,7 +178,7 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
 
 def test_a_routed_strategy_gets_the_task_defaults_its_sweep_cell_ran_with(tmp_path: Path) -> None:
     from ttscale.budget import Budget
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.strategies import STRATEGIES
     from ttscale.strategies.adaptive import routed_params
 
@@ -194,7 +194,7 @@ def test_a_routed_strategy_gets_the_task_defaults_its_sweep_cell_ran_with(tmp_pa
 
 
 def test_adaptive_passes_task_suggestions_on_only_for_runs_and_policies_made_with_them(tmp_path: Path) -> None:
-    from ttscale.runner import RunSpec, prepare
+    from ttscale.running.runner import RunSpec, prepare
 
     data = tmp_path / "math.jsonl"
     data.write_text('{"question": "1/2 + 1/2?", "answer": "1"}\n', encoding="utf-8")

@@ -18,9 +18,9 @@ from tests.adaptive.sim import (
     synthetic_outcomes,
     synthetic_policy,
 )
-from ttscale.routing.allocation import Allocator, plan_budget
 from ttscale.routing.difficulty import Features
 from ttscale.routing.policy import LearnOptions, Outcome, Policy, learn_policy
+from ttscale.routing.total_budget import Allocator, plan_budget
 
 
 def learn(bins: str = "oracle", **kwargs: object) -> dict:

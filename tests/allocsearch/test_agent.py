@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ttscale.allocsearch import AgentProposer, GridProposer, Proposal, Trial, json_schema, search_allocation
 from ttscale.allocsearch.agent import build_prompt, first_json_object
 from ttscale.allocsearch.proposers import random_unseen
-from ttscale.testing.allocation import ScriptedGenerator, SimulatedGenRM, genrm_space
+from ttscale.testing.allocsearch import ScriptedGenerator, SimulatedGenRM, genrm_space
 
 SPACE = genrm_space()
 

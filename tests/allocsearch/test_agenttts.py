@@ -2,7 +2,7 @@
 (FairyFali/AgentTTS_Code, `code_others/AgentTTS.py`): the rule-based start, candidates over the budget dropped,
 insights (the first and the last two) and the whole history in the prompts, 10 candidates per iteration, a
 malformed reply counted and retried, a resume that replays the loop. The model is a SCRIPTED generator; the task
-the simulated GenRM surface (ttscale.testing.allocation)."""
+the simulated GenRM surface (ttscale.testing.allocsearch)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ttscale.allocsearch.proposers import random_unseen
 from ttscale.allocsearch.run import AGENT_TOKENS
 from ttscale.allocsearch.search import SearchResult
 from ttscale.schema import Generation, SamplingParams
-from ttscale.testing.allocation import ScriptedGenerator, SimulatedGenRM, genrm_space
+from ttscale.testing.allocsearch import ScriptedGenerator, SimulatedGenRM, genrm_space
 from ttscale.testing.policy import SimulatedArithmeticPolicy
 
 INSIGHT = "Which dimension gains most from its compute"  # the first insight prompt's first point

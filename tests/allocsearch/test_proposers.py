@@ -18,7 +18,7 @@ from ttscale.allocsearch import (
     SpaceExhausted,
     search_allocation,
 )
-from ttscale.testing.allocation import SimulatedGenRM, genrm_accuracy
+from ttscale.testing.allocsearch import SimulatedGenRM, genrm_accuracy
 
 
 def run(proposer: Proposer, trials: int) -> tuple[SearchResult, SimulatedGenRM]:
@@ -83,7 +83,7 @@ def test_bayesian_falls_back_when_every_ask_is_rejected() -> None:
 
 
 def test_import_is_light_and_optuna_is_lazy(tmp_path: Path) -> None:
-    code = "import sys, ttscale.allocsearch, ttscale.testing.allocation; print('optuna' in sys.modules)"
+    code = "import sys, ttscale.allocsearch, ttscale.testing.allocsearch; print('optuna' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

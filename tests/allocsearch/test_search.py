@@ -25,7 +25,7 @@ from ttscale.allocsearch import (
     compare_proposers,
     search_allocation,
 )
-from ttscale.testing.allocation import ScriptedGenerator, SimulatedGenRM, genrm_accuracy
+from ttscale.testing.allocsearch import ScriptedGenerator, SimulatedGenRM, genrm_accuracy
 
 
 def search(proposer: Proposer, trials: int, log: TrialLog | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ttscale.allocsearch import Dimension, Space
-from ttscale.testing.allocation import genrm_space
+from ttscale.testing.allocsearch import genrm_space
 
 
 def small() -> Space:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ttscale.allocsearch import Evaluation, Trial, TrialLog
-from ttscale.testing.allocation import genrm_space
+from ttscale.testing.allocsearch import genrm_space
 
 
 def trial(index: int, s: int = 1, v: int = 0, accuracy: float = 0.5) -> Trial:

@@ -88,8 +88,8 @@ def _start(config: EngineConfig, monkeypatch: pytest.MonkeyPatch, reached: dict[
     start (`_async_llm`) is stopped, so no engine starts."""
     import asyncio
 
+    import ttscale.engine.models
     import ttscale.engine.vllm as vllm_engine
-    import ttscale.models
 
     def no_model(model: str) -> str:
         reached["model"] = model
@@ -99,7 +99,7 @@ def _start(config: EngineConfig, monkeypatch: pytest.MonkeyPatch, reached: dict[
         reached["engine_args"] = engine_args
         raise _Reached
 
-    monkeypatch.setattr(ttscale.models, "resolve_model", no_model)
+    monkeypatch.setattr(ttscale.engine.models, "resolve_model", no_model)
     monkeypatch.setattr(vllm_engine, "_async_llm", stop)
     asyncio.run(vllm_engine.VLLMEngine.start(config))
 
@@ -159,8 +159,8 @@ def test_an_unstarted_minus_one_is_no_context_limit_to_count_with() -> None:
     from types import SimpleNamespace
 
     from ttscale.budget import Budget, Ledger
-    from ttscale.context import Context
     from ttscale.evals.arithmetic import ArithmeticTask
+    from ttscale.kit.context import Context
 
     task = ArithmeticTask(levels=(1,), per_level=1)
     for limit, room in ((-1, 1 << 30), (None, 1 << 30), (4096, 4000)):
@@ -170,8 +170,8 @@ def test_an_unstarted_minus_one_is_no_context_limit_to_count_with() -> None:
 
 
 def test_a_cpu_engine_fitted_to_memory_batches_the_models_whole_context() -> None:
+    from ttscale.engine.models import prepare_embedded
     from ttscale.engine.vllm import _whole_prefills
-    from ttscale.models import prepare_embedded
 
     # -1 is no length: whole prefills must hold the model's own (8192 for SmolLM2), which vLLM checks first.
     assert _whole_prefills(EngineConfig(), str(prepare_embedded()))["max_num_batched_tokens"] == 8192
@@ -200,7 +200,7 @@ class _Tokenizer(HFTokenizerMixin):
 def test_chat_template_options_reach_the_template(tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from ttscale.models import prepare_embedded
+    from ttscale.engine.models import prepare_embedded
 
     folder = tmp_path / "tok"
     shutil.copytree(prepare_embedded(), folder, ignore=shutil.ignore_patterns("*.safetensors"))

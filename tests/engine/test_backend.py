@@ -15,7 +15,7 @@ from ttscale.cli import main
 from ttscale.engine import ENGINES, backend_for, check_backend
 from ttscale.engine.base import EngineConfig
 from ttscale.engine.openai import OpenAIConfig
-from ttscale.run_spec import RunSpec
+from ttscale.running.run_spec import RunSpec
 from ttscale.sweeps import GridEntry, SweepSpec
 
 #: The whole of a new backend: its options' class, how it starts, which failure is a passing fault. It serves the

@@ -2,7 +2,7 @@
 (file hashes), the mode in a run's identity (never resumed in the other), and the flag on the command line.
 
 The real-engine proof (bit-identical samples at concurrency 1 and 16 and over two Ray workers) is in
-tests/distributed/test_ray.py, which shares its engines with the Ray failover test.
+tests/running/distributed/test_ray.py, which shares its engines with the Ray failover test.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ttscale.engine.determinism import (
     file_sha256,
     gpu_refusal,
 )
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.run_config import check_resume
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 

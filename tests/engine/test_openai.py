@@ -43,7 +43,7 @@ def _free_port() -> int:
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`vllm serve` of the embedded model on a loopback port; yields its API root."""
     from ttscale.engine.cpu import plan
-    from ttscale.models import resolve_model
+    from ttscale.engine.models import resolve_model
 
     model = resolve_model("embedded")
     port = _free_port()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from ttscale.evals import load_task
 from ttscale.evals.arithmetic import LEVELS, ArithmeticTask, parse_levels
-from ttscale.evals.base import load_task
 
 
 def test_problems_are_reproducible_and_interleaved() -> None:

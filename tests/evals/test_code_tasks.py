@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.evals import TASKS
-from ttscale.evals.base import load_task, param_defaults
+from ttscale.evals import TASKS, load_task
+from ttscale.evals.base import param_defaults
 from ttscale.evals.code import build_program, defines_check, extract_code
 from ttscale.evals.code_data import code_jsonl, humaneval
 from ttscale.evals.code_synthetic import FAMILIES, SyntheticCodeTask

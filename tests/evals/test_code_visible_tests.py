@@ -58,7 +58,7 @@ class Trap(dict):
 
 def Ctx(problem: Problem, task: Any) -> Any:  # a Context with no engine: the verifier runs no model
     from ttscale.budget import Budget, Ledger
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
 
     return Context(problem=problem, task=task, engine=None, ledger=Ledger(Budget.parse("1k")))  # type: ignore[arg-type]
 
@@ -215,8 +215,8 @@ def test_a_candidate_hunting_for_the_hidden_tests_finds_nothing() -> None:
 
 def test_best_of_n_with_the_verifier_meters_every_example_run_in_the_ledger() -> None:
     from ttscale.budget import Budget, Ledger
-    from ttscale.context import Context
-    from ttscale.params import parse_params
+    from ttscale.kit.context import Context
+    from ttscale.kit.params import parse_params
     from ttscale.strategies.best_of_n import BestOfNParams, best_of_n
     from ttscale.testing import SimulatedCodePolicy
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.evals.datasets import DATA_DIR_ENV, aime24, aime25, gsm8k, math500
 from ttscale.evals.jsonl import jsonl_task
 from ttscale.evals.loading import gsm8k_reference, repair_escapes
@@ -243,3 +243,18 @@ def test_aime25_lost_escapes_are_repaired(shared_data: Path) -> None:
     assert "\\triangle DEF" in problems["aime25-19"].question
     assert not any(ch in p.question for p in problems.values() for ch in "\x0c\x08")
 
+
+
+def test_a_dataset_is_one_spec_and_one_generated_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 47: the factories are generated from SPECS, so a new dataset is its spec and one line, not a copy
+    from dataclasses import replace
+
+    from ttscale.evals import datasets
+
+    assert [f.__name__ for f in (gsm8k, math500, aime24, aime25)] == ["gsm8k", "math500", "aime24", "aime25"]
+    monkeypatch.setitem(datasets.SPECS, "toy", replace(datasets.SPECS["gsm8k"], name="toy"))
+    toy = datasets._factory("toy", "A toy set.")
+    assert (toy.__name__, toy.__doc__) == ("toy", "A toy set.")
+    write_jsonl(tmp_path / "toy" / "test.jsonl", [{"q": "two?", "answer": "#### 2"}])
+    task = toy(data_dir=tmp_path, question_field="q")
+    assert task.problems()[0].question.startswith("two?") and task.problems()[0].reference == "2"

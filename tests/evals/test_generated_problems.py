@@ -16,8 +16,9 @@ import pytest
 
 import ttscale.engine
 from ttscale.cli import main
+from ttscale.evals import load_task
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.evals.base import GeneratedProblems, load_task
+from ttscale.evals.base import GeneratedProblems
 from ttscale.schema import Problem
 
 HUGE = 100_000_000

@@ -28,7 +28,7 @@ def test_each_local_copy_is_where_its_loader_looks(name: str, tmp_path: Path, sh
 
 
 def test_data_dir_help_names_every_local_copy_and_no_generic_layout() -> None:
-    from ttscale.flags import data_dir_help
+    from ttscale.running.flags import data_dir_help
 
     text = data_dir_help()
     assert all(f"<dir>/{path}" in text for path in LOCAL_COPIES.values())

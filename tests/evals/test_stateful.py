@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.evals import TASKS
-from ttscale.evals.base import load_task
+from ttscale.evals import TASKS, load_task
 from ttscale.evals.datasets import DATA_DIR_ENV, gsm8k
 from ttscale.evals.stateful import (
     MAX_QUERIES,

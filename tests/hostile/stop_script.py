@@ -20,7 +20,7 @@ from typing import Any
 
 import ttscale.engine
 from ttscale.cli import main
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.testing.code_policy import SimulatedCodePolicy
 
 _IGNORING = "import signal, time\nfor s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)\n" \

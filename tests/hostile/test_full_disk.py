@@ -184,12 +184,12 @@ def test_a_full_disk_while_a_shared_stage_is_stored_stops_the_run_and_records_no
         stored.append(line)
         real(path, line)
 
-    monkeypatch.setattr("ttscale.stages.append_line", full)
+    monkeypatch.setattr("ttscale.kit.stages.append_line", full)
     with pytest.raises(StorageError, match=r"stages.jsonl: No space left on device: the file system at .* is full"):
         ttscale.run(**settings, engine=SimulatedArithmeticPolicy(seed=1), out=out)
     first = RunDir(out).records()
     assert first and not [r for r in first if r.get("error")], first  # some finished; none recorded as failed
-    monkeypatch.setattr("ttscale.stages.append_line", real)  # space is back
+    monkeypatch.setattr("ttscale.kit.stages.append_line", real)  # space is back
     ttscale.run(**settings, engine=SimulatedArithmeticPolicy(seed=1), out=out, resume=True)
     records = [json.loads(line) for line in (out / RESULTS).read_text().splitlines()]
     assert sorted(r["id"] for r in records) == sorted({r["id"] for r in records}) and len(records) == 6

@@ -199,7 +199,7 @@ def output_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run over a task with a problem per output case; returns its records by case id and its time."""
     from transformers import AutoTokenizer
 
-    from ttscale.models import resolve_model
+    from ttscale.engine.models import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("embedded"))
     by_id = {c["id"]: c for c in OUTPUT_CASES}

@@ -167,7 +167,7 @@ def _cli(argv: list[str]) -> subprocess.CompletedProcess[str]:
 def test_a_problem_the_server_kept_failing_is_unfinished_exits_1_and_resume_runs_it(tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from ttscale.models import resolve_model
+    from ttscale.engine.models import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("embedded"))
     broken = {"p1"}
@@ -322,7 +322,7 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     from ttscale.budget import Budget
     from ttscale.evals.arithmetic import ArithmeticTask
     from ttscale.pipeline import execute
-    from ttscale.routing.allocation import with_total_budget
+    from ttscale.routing.total_budget import with_total_budget
 
     problems = ArithmeticTask(levels=(1,), per_level=3).problems()
     base = prepared_for("self_consistency", 200, params={"n": "2", "max_tokens": "32"}, problems=problems)

@@ -21,7 +21,7 @@ import pytest
 import ttscale
 from tests.reporting.report_synthetic import make_run
 from ttscale.cli import main
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.strategies import STRATEGIES
 
 

@@ -240,7 +240,7 @@ def test_what_a_start_cut_off_before_its_config_leaves_is_not_a_run_and_not_in_t
 
 # -- item 13: one mode for a run's files -------------------------------------------------------------------------
 def test_every_run_file_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
-    from ttscale.logs import capture_output
+    from ttscale.engine.logs import capture_output
 
     old = os.umask(0o002)
     try:

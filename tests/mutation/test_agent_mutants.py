@@ -24,7 +24,7 @@ from ttscale.allocsearch.agent import (
     reply_regex,
 )
 from ttscale.allocsearch.proposers import random_unseen
-from ttscale.testing.allocation import ScriptedGenerator, genrm_space
+from ttscale.testing.allocsearch import ScriptedGenerator, genrm_space
 
 SPACE = genrm_space()
 

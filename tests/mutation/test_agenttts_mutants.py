@@ -25,7 +25,7 @@ from ttscale.allocsearch.agenttts import (
 )
 from ttscale.allocsearch.proposers import random_unseen
 from ttscale.allocsearch.search import SearchResult
-from ttscale.testing.allocation import SimulatedGenRM, genrm_space
+from ttscale.testing.allocsearch import SimulatedGenRM, genrm_space
 
 SPACE = genrm_space()
 

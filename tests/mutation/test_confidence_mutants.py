@@ -1,4 +1,4 @@
-"""ttscale.confidence: behaviour the mutation run (tools/mutation) found unchecked, on hand examples."""
+"""ttscale.engine.confidence: behaviour the mutation run (tools/mutation) found unchecked, on hand examples."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ttscale.confidence import GroupWatch, keep_top, percentile, token_confidence, trace_score
+from ttscale.engine.confidence import GroupWatch, keep_top, percentile, token_confidence, trace_score
 
 
 def test_a_position_with_no_finite_candidate_has_confidence_0() -> None:

@@ -139,7 +139,7 @@ def test_every_online_request_samples_with_the_runs_settings() -> None:
 
 
 def test_an_online_pool_is_not_derived_and_says_why() -> None:
-    from ttscale.capabilities import Stored
+    from ttscale.kit.capabilities import Stored
     from ttscale.strategies.deepconf import derive
 
     stored = Stored(params=DeepConfParams(mode="online"), ledger=None, budget=None, record={}, samples=[],  # type: ignore[arg-type]

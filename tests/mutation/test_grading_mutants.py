@@ -1,6 +1,6 @@
 """ttscale.answers.grading: behaviour that the mutation run (tools/mutation) found unchecked.
 
-No worker process is started here: `WorkerPool` is replaced by a scripted stand-in that records what the grader
+No worker process is started here: `GraderPool` is replaced by a scripted stand-in that records what the grader
 asks of it (the pairs, each pair's timeout, the call's deadline), and the grader's clock by one the test moves,
 so the deadline arithmetic and the verdict cache are checked exactly rather than against the wall clock.
 """
@@ -66,7 +66,7 @@ class World:
 
 
 class FakePool:
-    """Stands in for WorkerPool: answers each pair from the world's script (the last entry repeats)."""
+    """Stands in for GraderPool: answers each pair from the world's script (the last entry repeats)."""
 
     def __init__(self, world: World, config: PoolConfig) -> None:
         self.world, self.config = world, config
@@ -99,7 +99,7 @@ class FakePool:
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w = World()
-    monkeypatch.setattr(grading, "WorkerPool", w.make_pool)
+    monkeypatch.setattr(grading, "GraderPool", w.make_pool)
     monkeypatch.setattr(grading, "time", SimpleNamespace(monotonic=w.clock.monotonic))
     monkeypatch.setattr(grading, "_default", None)  # the test's own default grader; the real one comes back after
     return w

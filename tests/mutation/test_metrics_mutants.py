@@ -1,10 +1,10 @@
-"""ttscale.evals.metrics: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
+"""ttscale.stats.metrics: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
 
 from __future__ import annotations
 
 import pytest
 
-from ttscale.evals.metrics import accuracy, bootstrap_mean, coverage, mean_pass_at_k, pass_at_k, wilson_interval
+from ttscale.stats.metrics import accuracy, bootstrap_mean, coverage, mean_pass_at_k, pass_at_k, wilson_interval
 
 
 @pytest.mark.parametrize(
@@ -169,8 +169,8 @@ def test_bootstrap_mean_takes_any_real_numbers() -> None:
 
 
 def test_majority_at_k_exact_and_with_options() -> None:
-    from ttscale.evals.metrics import majority_at_k, weighted_majority_at_k
-    from ttscale.evals.subsample import SubsampleOptions
+    from ttscale.stats.metrics import majority_at_k, weighted_majority_at_k
+    from ttscale.stats.subsample import SubsampleOptions
 
     answers, correct = ["a", "a", "b", "b", "c"], [True, True, False, False, False]
     # 10 subsets of 3: the 3 holding both a's win; of the 6 with one a, the 4 with {b, c} tie three ways

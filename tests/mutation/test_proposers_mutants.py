@@ -11,7 +11,7 @@ import pytest
 from ttscale.allocsearch import Evaluation, GridProposer, Proposal, RandomProposer, SpaceExhausted, Trial
 from ttscale.allocsearch import search_allocation as search
 from ttscale.allocsearch.proposers import derived_seed, random_unseen, seen_keys
-from ttscale.testing.allocation import SimulatedGenRM, genrm_space
+from ttscale.testing.allocsearch import SimulatedGenRM, genrm_space
 
 
 def test_a_seeds_sequence_is_the_same_on_every_machine() -> None:

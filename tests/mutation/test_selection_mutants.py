@@ -1,4 +1,4 @@
-"""ttscale.selection: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
+"""ttscale.kit.selection: behaviour that the mutation run (tools/mutation) found unchecked. Hand-computed values."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from ttscale import selection
+from ttscale.kit import selection
+from ttscale.kit.selection import best_scored, majority_vote, weighted_vote
 from ttscale.schema import Sample
-from ttscale.selection import best_scored, majority_vote, weighted_vote
 
 
 def s(answer: str | None, score: float | None = None) -> Sample:

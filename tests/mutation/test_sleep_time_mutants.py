@@ -13,7 +13,7 @@ import pytest
 
 import ttscale
 from tests.strategies.test_sleep_time import _Scripted
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.schema import Problem
 from ttscale.strategies.sleep_time import (
     FINISH,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.evals.test_stateful import _no_data_dir_env, write_jsonl  # noqa: F401  (an autouse fixture: used by being here)
-from ttscale.evals.base import load_task
+from ttscale.evals import load_task
 from ttscale.evals.datasets import SPECS
 from ttscale.evals.stateful import (
     NAMES,

@@ -95,7 +95,7 @@ def _outputs(notebook: object) -> str:
 def test_notebooks_use_the_public_api_only(name: str) -> None:
     notebook = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
     code = "\n".join("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code")
-    for internal in ("ttscale.engine", "ttscale.runner", "ttscale.runstore.storage"):
+    for internal in ("ttscale.engine", "ttscale.running.runner", "ttscale.runstore.storage"):
         assert internal not in code, f"{name} reaches into {internal}"
     assert "ttscale.run(" in code and "ttscale.Engine(" in code
 

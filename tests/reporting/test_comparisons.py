@@ -9,7 +9,7 @@ import pytest
 
 import ttscale
 from ttscale.cli import main
-from ttscale.comparison import COMPARE, analyse, write
+from ttscale.comparisons.paired import COMPARE, analyse, write
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real_runs"
 

@@ -14,9 +14,9 @@ import pytest
 import ttscale
 from tests.reporting.report_synthetic import make_run
 from ttscale.budget import Budget, Ledger
-from ttscale.evals.metrics import pass_at_k, wilson_interval
 from ttscale.reporting import RunLoadError, load_runs, pass_at_k_table, run_table
 from ttscale.schema import RunRecord
+from ttscale.stats.metrics import pass_at_k, wilson_interval
 
 
 def test_the_synthetic_runs_have_the_real_layout(sweep: Path) -> None:

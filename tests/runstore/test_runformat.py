@@ -19,7 +19,7 @@ import pytest
 import ttscale
 from ttscale.cli import main
 from ttscale.engine.base import EngineConfig
-from ttscale.runner import RunSpec, prepare
+from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.run_config import check_resume, write_config
 from ttscale.runstore.runformat import FORMAT_VERSION, RunFormatError, migrate_config, migrate_record, stamp_record
 from ttscale.runstore.runs import RunLoadError, read_run
@@ -426,7 +426,7 @@ def _as_version_2(run: Path, strategy: str) -> None:
 
 @pytest.mark.parametrize("strategy", ["mcts", "generated_tests"])
 def test_a_v2_run_of_a_strategy_whose_default_changed_resumes_as_the_rule_it_ran(strategy: str, tmp_path: Path) -> None:
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
     from ttscale.testing import SimulatedCodePolicy
 
     run = tmp_path / strategy

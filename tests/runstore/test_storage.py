@@ -83,7 +83,7 @@ def _counting_parser(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 
 def test_a_resume_parses_each_finished_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ttscale.pipeline import run_problems
-    from ttscale.runner import RunSpec, prepare
+    from ttscale.running.runner import RunSpec, prepare
 
     run_dir = RunDir(tmp_path)
     prepared = prepare(RunSpec(strategy="self_consistency", task="arithmetic", limit=40))

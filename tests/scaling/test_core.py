@@ -10,7 +10,7 @@ from scipy.optimize import curve_fit
 
 from ttscale.scaling._resample import bootstrap_draws, observations
 from ttscale.scaling.coverage import LAW as COVERAGE
-from ttscale.scaling.result import percentile_interval
+from ttscale.scaling.result import percentile_bands
 from ttscale.scaling.saturation import POWER, TTSPM
 
 
@@ -86,5 +86,5 @@ def test_profile_fit_agrees_with_scipy_curve_fit(seed: int) -> None:
 
 def test_percentile_interval_ignores_failed_resamples() -> None:
     values = np.concatenate([np.arange(100.0), [np.nan] * 10])
-    low, high = percentile_interval(values, level=0.9)
+    low, high = percentile_bands(values, level=0.9)
     assert math.isclose(low[0], 4.95) and math.isclose(high[0], 94.05)

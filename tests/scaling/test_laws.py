@@ -21,7 +21,7 @@ from ttscale.scaling import (
     fit_power,
     fit_saturation,
     fit_ttspm,
-    pass_at_k,
+    pass_at_k_array,
     power_saturation,
     ttspm_curve,
     ttspm_saturation,
@@ -45,7 +45,7 @@ def ttspm_data(
     the unbiased pass@N of a problem then has mean F_max·(1 − (1 − p)^N) exactly."""
     solvable = rng.random(problems) < f_max
     correct = ((rng.random((problems, samples)) < p) & solvable[:, None]).sum(axis=1)
-    return pass_at_k(n=np.full(problems, samples), correct=correct, k=NS)
+    return pass_at_k_array(n=np.full(problems, samples), correct=correct, k=NS)
 
 
 def power_data(rng: np.random.Generator, a: float, b: float, alpha: float, problems: int) -> np.ndarray:
@@ -118,11 +118,11 @@ def test_pass_at_k_is_the_combinatorial_estimator(n: int, data: st.DataObject) -
     correct = data.draw(st.integers(0, n))
     k = data.draw(st.integers(1, n))
     expected = 1 - math.comb(n - correct, k) / math.comb(n, k)
-    assert math.isclose(float(pass_at_k(n=[n], correct=[correct], k=[k])[0, 0]), expected, abs_tol=1e-9)
+    assert math.isclose(float(pass_at_k_array(n=[n], correct=[correct], k=[k])[0, 0]), expected, abs_tol=1e-9)
 
 
 def test_pass_at_k_beyond_n_is_missing() -> None:
-    assert np.isnan(pass_at_k(n=[4], correct=[1], k=[8])[0, 0])
+    assert np.isnan(pass_at_k_array(n=[4], correct=[1], k=[8])[0, 0])
 
 
 def test_coverage_from_sample_counts_fits_realistic_data() -> None:
@@ -250,3 +250,18 @@ def test_coverage_is_fitted_in_both_linearisations_and_the_better_is_named(a: fl
 def test_the_loglog_form_needs_two_points_strictly_inside_zero_and_one() -> None:
     fit = fit_coverage(k=[1, 2, 4], coverage=[0.5, 1.0, 1.0], n_boot=0)
     assert set(fit.details["forms"]) == {"log"} and fit.details["better"] == "log"
+
+
+def test_the_fit_options_have_one_set_of_defaults_ttscale_fits() -> None:
+    # issue 47: ttscale.fit states them (its public signature) and the fitter takes them from it, not a copy
+    import inspect
+
+    import ttscale
+    from ttscale.scaling.laws import fit_law
+
+    options = {name: p for name, p in inspect.signature(fit_law).parameters.items() if name not in ("law", "data")}
+    assert options and all(p.default is inspect.Parameter.empty for p in options.values())
+    public = inspect.signature(ttscale.fit).parameters
+    assert {name: public[name].default for name in options} == {
+        "form": "ttspm", "mode": "parallel", "epsilon": 0.01, "lam": None, "scope": None, "n_boot": 1000,
+        "level": 0.95, "seed": 0}

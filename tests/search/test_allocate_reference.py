@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.context import Context
-from ttscale.params import params_class, parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class, parse_params
 from ttscale.search import Node, Search, allocate
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
@@ -112,7 +112,7 @@ def test_tree_strategies_give_each_node_the_reference_children(
     name: str, params: dict[str, Any], children: list[int], kept: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     verifier = ScriptedVerifier()
-    monkeypatch.setattr(f"ttscale.strategies.{name}.load_verifier", lambda spec: verifier)
+    monkeypatch.setattr("ttscale.blocks.verified.load_verifier", lambda spec: verifier)  # open_search loads it
     expansions: list[tuple[list[Node], Any]] = []
     expand = Search.expand
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.comparison import Arm, CompareOptions, Comparison, markdown
+from ttscale.comparisons.paired import Arm, CompareOptions, Comparison, markdown
 from ttscale.stats.paired import Metric, compare_pair
 from ttscale.stats.proportions import tango_interval
 

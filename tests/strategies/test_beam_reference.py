@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.schema import Answer, Completion, Generation, SamplingParams
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.latency import ASSISTANT, EOS
@@ -81,7 +81,7 @@ class ScoreTable:
 def run_beam(
     monkeypatch: pytest.MonkeyPatch, script: Script, scores: dict[str, float], budget: str | int = "8k", **params: Any
 ) -> tuple[Answer, dict[str, Any], ScriptedSteps]:
-    monkeypatch.setattr("ttscale.strategies.beam.load_verifier", lambda spec: ScoreTable(scores))
+    monkeypatch.setattr("ttscale.blocks.verified.load_verifier", lambda spec: ScoreTable(scores))
     engine = ScriptedSteps(script)
     ctx = make_context(engine, budget)
     fn = STRATEGIES.get("beam")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ttscale.evals.stateful import StatefulArithmeticTask
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 

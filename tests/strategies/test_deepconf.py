@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.adaptive.sim import PoolReplayEngine, prepared_for
-from ttscale.runner import solve
+from ttscale.running.runner import solve
 from ttscale.schema import Completion, Generation, Sample, SamplingParams
 from ttscale.strategies.deepconf import DeepConfParams, deepconf, select_offline
 from ttscale.sweeps import GridEntry, SweepSpec
@@ -310,7 +310,7 @@ def test_a_sweep_over_eta_draws_one_pool_per_budget_source() -> None:
 
 def test_online_on_a_served_model_is_refused_before_anything_starts() -> None:
     from ttscale.engine.openai import OpenAIConfig
-    from ttscale.runner import RunSpec, prepare
+    from ttscale.running.runner import RunSpec, prepare
 
     server = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m", tokenizer="embedded")
     with pytest.raises(ValueError, match="stops requests mid-stream, which the openai backend does not yet"):

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.params import params_class, parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class, parse_params
 from ttscale.strategies import STRATEGIES
 
 pytestmark = pytest.mark.slow

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.evals.code_synthetic import SyntheticCodeTask
-from ttscale.params import parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import parse_params
 from ttscale.strategies.generated_tests import (
     GeneratedTestsParams,
     codemonkeys_shortlist,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.context import Context
-from ttscale.params import parse_params
+from ttscale.kit.context import Context
+from ttscale.kit.params import parse_params
 from ttscale.schema import Answer
 from ttscale.strategies.genrm import GenRMParams, budget_split, genrm, plan_verifications
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
@@ -284,7 +284,7 @@ def test_a_smaller_s_and_v_replayed_from_a_run_is_that_run(script: str, legacy: 
     unreadable verdicts included; `legacy`: the source stores them as before issue 27 (r = 0.5, source "default")
     and the replay still leaves them out of the mean."""
     from ttscale.budget import Budget
-    from ttscale.runner import Meters, Prepared, RunSpec, solve
+    from ttscale.running.runner import Meters, Prepared, RunSpec, solve
     from ttscale.sweeps.replay import derive_record
 
     def prepared(budget: int, **params: Any) -> Prepared:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies.test_beam_reference import Script, ScriptedSteps, end
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.schema import Answer
 from ttscale.search import Node
 from ttscale.strategies import STRATEGIES

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
-from ttscale.params import params_class
+from ttscale.kit.context import Context
+from ttscale.kit.params import params_class
 from ttscale.schema import Completion, Generation, SamplingParams
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 import pytest
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.kit.context import Context
 from ttscale.schema import Completion, Generation, SamplingParams
 from ttscale.strategies.budget_forcing import BudgetForcingParams, budget_forcing
 from ttscale.strategies.no_thinking import NoThinkingParams, no_thinking

@@ -2,7 +2,7 @@
 are metered apart from the queries', budgets hold, a resumed run reuses the stored stage, a sweep derives the
 smaller test-time budgets from the pool; and the reference's axes (letta-ai/sleep-time-compute) on hand
 examples: rethink passes into a bounded memory, the verbosity prompt of the single answer, the pass@k pool.
-kill -9 and resume of a sleep-time run from the CLI: tests/distributed/test_crash_resume.py."""
+kill -9 and resume of a sleep-time run from the CLI: tests/running/distributed/test_crash_resume.py."""
 
 from __future__ import annotations
 

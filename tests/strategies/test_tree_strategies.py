@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.strategies import STRATEGIES
 from ttscale.testing.policy import SimulatedArithmeticPolicy, make_context
 

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from ttscale.params import params_class, parse_params
+from ttscale.kit.params import params_class, parse_params
 from ttscale.strategies import STRATEGIES
 
 

@@ -22,10 +22,10 @@ from tests.adaptive.sim import (
     synthetic_problems,
 )
 from ttscale.cli import main
-from ttscale.problem_engine import ProblemEngine
 from ttscale.routing.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
 from ttscale.routing.policy import Difficulty, LearnOptions, Policy, learn_policy
 from ttscale.routing.savings import baseline_tokens, tokens_saved
+from ttscale.running.problem_engine import SeededEngine
 from ttscale.schema import SamplingParams
 from ttscale.sweeps import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, holdout_cells, learn_from_sweep
@@ -206,8 +206,8 @@ def test_the_held_out_pool_shares_no_sample_with_any_candidate(tmp_path: Path) -
     prompt = SeedEcho().chat_prompt([{"role": "user", "content": "x"}])
     request = SamplingParams(n=8, temperature=0.8, max_tokens=40, logprobs=0)
     # Under the candidates' run seed the same request would draw the same seed, hence the same samples ...
-    same = [ProblemEngine(SeedEcho(), run_seed=0, problem_id=problem).seed_for(prompt, request) for _ in "ab"]
-    own = ProblemEngine(SeedEcho(), run_seed=HOLDOUT_SEED, problem_id=problem).seed_for(prompt, request)
+    same = [SeededEngine(SeedEcho(), run_seed=0, problem_id=problem).seed_for(prompt, request) for _ in "ab"]
+    own = SeededEngine(SeedEcho(), run_seed=HOLDOUT_SEED, problem_id=problem).seed_for(prompt, request)
     assert same[0] == same[1] != own
     # ... while the held-out pool's samples (a function of their request seeds here) are none of the candidates'.
     records = [r for c in spec.cells() for r in cell_dir(root, c).records()]
@@ -259,7 +259,7 @@ def test_a_verifier_bin_policy_routes_a_live_problem_by_its_probes_verifier_scor
 
     from tests.adaptive.sim import prepared_for
     from ttscale.routing.difficulty import ProbeSettings
-    from ttscale.runner import solve
+    from ttscale.running.runner import solve
 
     policy = learn_policy(outcomes=synthetic_outcomes(), difficulty=verifier_difficulty(),
                           options=LearnOptions(bins="verifier"), candidates=CANDIDATES,  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.adaptive.sim import GenRMReplayEngine, PoolReplayEngine, SeededSimulator, engine_config, prepared_for
 from ttscale.cli import main
 from ttscale.routing.policy import LearnOptions
-from ttscale.runner import solve
+from ttscale.running.runner import solve
 from ttscale.runstore.storage import RESULTS, SUMMARY
 from ttscale.sweeps import GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
 from ttscale.sweeps.holdout import learn_from_sweep

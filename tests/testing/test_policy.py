@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ttscale.params import params_class
+from ttscale.kit.params import params_class
 from ttscale.strategies import STRATEGIES
 from ttscale.testing import SimulatedArithmeticPolicy, make_context
 

@@ -42,7 +42,7 @@ def test_stage_lays_the_mapped_folders_inside_ttscale(tmp_path: Path) -> None:
     staged = tmp_path / "ttscale" / "strategies" / "beam.py"
     assert staged.read_text() == (REPO / "strategies" / "beam.py").read_text()
     assert (tmp_path / "ttscale" / "verifiers" / "prm.py").is_file()
-    assert (tmp_path / "ttscale" / "evals" / "metrics.py").is_file()
+    assert (tmp_path / "ttscale" / "evals" / "datasets.py").is_file()
     assert (tmp_path / "ttscale" / "search" / "score.py").is_file()
     assert not (tmp_path / "strategies").exists()
 
@@ -59,8 +59,9 @@ def test_the_contracts_hold_for_the_whole_package() -> None:
         # A strategy importing the API: before, strategies/ was not in the graph at all.
         ("strategies", "from ttscale.api import run\n", "ttscale.api"),
         # A verifier naming the runner for the type checker only: before, TYPE_CHECKING imports were not counted.
-        ("verifiers", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ttscale.runner import Prepared\n",
-         "ttscale.runner"),
+        ("verifiers",
+         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ttscale.running.runner import Prepared\n",
+         "ttscale.running.runner"),
         # A task importing a strategy (tasks sit below strategies).
         ("evals", "import ttscale.strategies.beam\n", "ttscale.strategies"),
     ],
@@ -91,12 +92,12 @@ def test_no_break_of_the_layers_or_cycle_is_let_through() -> None:
     ("module", "source", "said"),
     [
         # the breaks issue 47 found, each put back where it was: none is ignored any more
-        ("ttscale/runstore/records.py", "from ttscale.evals.base import load_task",
-         "ttscale.runstore.records -> ttscale.evals.base"),
-        ("ttscale/selection.py", "from ttscale.verifiers.grading import math_equal",
-         "ttscale.selection -> ttscale.verifiers.grading"),
-        ("evals/datasets.py", "from ttscale.verifiers.grading import math_equal",
-         "ttscale.evals.datasets -> ttscale.verifiers.grading"),
+        ("ttscale/runstore/records.py", "from ttscale.evals import load_task",
+         "ttscale.runstore.records -> ttscale.evals"),
+        ("ttscale/kit/selection.py", "from ttscale.verifiers.loading import load_verifier",
+         "ttscale.kit.selection -> ttscale.verifiers.loading"),
+        ("evals/datasets.py", "from ttscale.verifiers.loading import load_verifier",
+         "ttscale.evals.datasets -> ttscale.verifiers.loading"),
         ("ttscale/search/score.py", "from ttscale.verifiers import VERIFIERS",
          "ttscale.search.score -> ttscale.verifiers"),
         ("ttscale/answers/grading.py", "from ttscale.evals import load_task",

@@ -360,7 +360,7 @@ def test_a_worker_that_dies_is_replaced(private_grader: Grader) -> None:
 
 def test_a_worker_that_cannot_start_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool_module, "_BOOT", "import sys; sys.exit(3)  # {path}{read_fd}{write_fd}{memory}")
-    pool = pool_module.WorkerPool(pool_module.PoolConfig(workers=1))
+    pool = pool_module.GraderPool(pool_module.PoolConfig(workers=1))
     with pytest.raises(pool_module.WorkerStartError, match="exit code 3"):
         pool.start()
     pool.close()

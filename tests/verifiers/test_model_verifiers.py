@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.kit.context import Context
 from ttscale.verifiers.genrm import GenRM
 from ttscale.verifiers.judging import yes_probability
 from ttscale.verifiers.llm_judge import LLMJudge

@@ -9,8 +9,8 @@ import pytest
 
 from tests.verifiers.tiny_prm import STEP_TAG, build_tiny_prm
 from ttscale.budget import Budget, Ledger
-from ttscale.context import Context
 from ttscale.evals.arithmetic import ArithmeticTask
+from ttscale.kit.context import Context
 from ttscale.verifiers.prm import PRM
 
 TASK = ArithmeticTask(levels=(1,), per_level=1)
@@ -18,7 +18,7 @@ TASK = ArithmeticTask(levels=(1,), per_level=1)
 
 @pytest.fixture(scope="module")
 def prm(sync_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PRM]:
-    from ttscale.models import prepare_embedded
+    from ttscale.engine.models import prepare_embedded
 
     folder = build_tiny_prm(tmp_path_factory.mktemp("tiny_prm"), tokenizer_dir=prepare_embedded())
     verifier = PRM(model=str(folder), step_tag=STEP_TAG, max_model_len=1024)

@@ -29,7 +29,7 @@ from typing import Any
 from ttscale.allocsearch.proposers import Proposal, SpaceExhausted, check_seed, derived_seed, random_unseen, seen_keys
 from ttscale.allocsearch.space import Space
 from ttscale.allocsearch.trials import Trial
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -193,7 +193,7 @@ def allocate(
     (`verbose=True`: to this terminal).
     """
     from ttscale.engine.spawn import refuse_in_spawned_bootstrap
-    from ttscale.session import call_config, drive, stamp
+    from ttscale.running.session import call_config, drive, stamp
 
     refuse_in_spawned_bootstrap("ttscale.allocate")
     given = {**(settings or {}), **({"total_budget": total_budget} if total_budget is not None else {})}
@@ -208,7 +208,7 @@ def allocate(
 
     async def work(started: Any) -> AllocationSearch:
         if started is None:
-            from ttscale.launch import start_logged
+            from ttscale.running.launch import start_logged
 
             # The search's folder first, for the engine's log: a start that fails leaves a search that resumes.
             _open_search(root, manifest)
@@ -216,7 +216,7 @@ def allocate(
             try:
                 return await work(own)
             finally:
-                from ttscale.logs import capture_output
+                from ttscale.engine.logs import capture_output
 
                 with capture_output(None if verbose else root / ENGINE_LOG):  # vLLM logs its shutdown too
                     await own.close()

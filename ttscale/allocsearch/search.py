@@ -20,7 +20,7 @@ from typing import Any
 from ttscale.allocsearch.proposers import GridProposer, Proposer, seen_keys
 from ttscale.allocsearch.space import Allocation, Space, Value
 from ttscale.allocsearch.trials import Evaluation, Evaluator, Trial, TrialLog, best_of
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -160,9 +160,9 @@ class SweepEvaluator:
         self._cells = spec.cells()
 
     async def __call__(self, allocation: Allocation) -> Evaluation:
-        from ttscale.evals.base import load_task
-        from ttscale.evals.metrics import wilson_interval
+        from ttscale.evals import load_task
         from ttscale.runstore.runs import read_run
+        from ttscale.stats.metrics import wilson_interval
         from ttscale.sweeps import run_cell
 
         params, budget = self.study.cell_of(allocation)

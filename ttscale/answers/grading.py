@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from ttscale.answers.canonical import fast_verdict, nesting_depth, prose_words, too_large, unsupported_words
 from ttscale.answers.extract import extract, math_spans
 from ttscale.answers.normalize import normalized_equal
-from ttscale.answers.pool import Outcome, PoolConfig, WorkerPool
+from ttscale.answers.pool import GraderPool, Outcome, PoolConfig
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -98,7 +98,7 @@ class Grader:
 
     def __init__(self, config: GraderConfig | None = None) -> None:
         self.config = config or GraderConfig()
-        self._pool: WorkerPool | None = None
+        self._pool: GraderPool | None = None
         self._pool_lock = threading.Lock()
         self._cache: collections.OrderedDict[tuple[str, str], bool | float] = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -252,10 +252,10 @@ class Grader:
             self._stats.cached += 1
         return value if isinstance(value, bool) else False
 
-    def _ensure_pool(self) -> WorkerPool:
+    def _ensure_pool(self) -> GraderPool:
         with self._pool_lock:
             if self._pool is None or not self._pool.usable:  # first use, or inherited by a fork
-                pool = WorkerPool(PoolConfig(workers=self.config.workers, memory_limit_mb=self.config.memory_limit_mb))
+                pool = GraderPool(PoolConfig(workers=self.config.workers, memory_limit_mb=self.config.memory_limit_mb))
                 pool.start()
                 self._pool = pool
             return self._pool

@@ -99,7 +99,7 @@ class _Waiter:
         self.worker: _Worker | None = None
 
 
-class WorkerPool:
+class GraderPool:
     """Persistent math-verify workers; `run` grades pairs, each within its own deadline."""
 
     def __init__(self, config: PoolConfig | None = None) -> None:
@@ -343,7 +343,7 @@ class WorkerPool:
                 self._idle.append(worker)
 
 
-_LIVE_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+_LIVE_POOLS: weakref.WeakSet[GraderPool] = weakref.WeakSet()
 
 
 @atexit.register

@@ -81,7 +81,7 @@ def _one_line_warnings(show: Callable[..., None]) -> Callable[..., None]:
 def main(argv: Sequence[str] | None = None) -> int:
     from ttscale.budget import BudgetError
     from ttscale.engine.args import EngineArgError
-    from ttscale.models import ModelError
+    from ttscale.engine.models import ModelError
     from ttscale.registry import UnknownNameError
 
     try:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ttscale.errors import UsageError
-from ttscale.flags import add_task_option_flag, task_options
+from ttscale.running.flags import add_task_option_flag, task_options
 
 SPACES = ("genrm", "sleep_time", "beam")  # as ttscale.allocsearch.spaces.STUDIES (not imported: --help stays fast)
 PROPOSERS = ("grid", "random", "bayesian", "agent", "agent_single")

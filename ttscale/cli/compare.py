@@ -1,5 +1,5 @@
-"""`ttscale compare`: the command line of ttscale.comparison (paired multi-seed comparisons; its intervals are named
-by `ttscale.comparison.INTERVALS`)."""
+"""`ttscale compare`: the command line of ttscale.comparisons.paired (paired multi-seed comparisons; its intervals
+are named by `ttscale.comparisons.paired.INTERVALS`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ttscale.comparison import COMPARE, GROUPS, INTERVALS, compare
+from ttscale.comparisons.paired import COMPARE, GROUPS, INTERVALS, compare
 from ttscale.errors import UsageError
-from ttscale.flags import (
+from ttscale.running.flags import (
     ENGINE_FLAGS,
     ENGINE_SWITCHES,
     add_data_dir_flag,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.errors import UsageError
-from ttscale.flags import ENGINE_SWITCHES
+from ttscale.running.flags import ENGINE_SWITCHES
 
 _CONFIG_MAX_BYTES = 1 << 20
 #: Flags a config file may not set: where the run continues and which file to read are command-line matters.

@@ -40,7 +40,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _show_params(args: argparse.Namespace) -> int:
-    from ttscale.params import describe_params, params_class, task_defaults
+    from ttscale.kit.params import describe_params, params_class, task_defaults
 
     kind, _, name = args.params.rpartition(":")
     if kind not in ("", "strategy", "verifier"):
@@ -57,7 +57,7 @@ def _show_params(args: argparse.Namespace) -> int:
         raise UsageError("list: --budget applies with --params NAME --task TASK")
     if args.task:
         from ttscale.budget import Budget
-        from ttscale.evals.base import load_task
+        from ttscale.evals import load_task
 
         try:
             suggested = task_defaults(cls, task=load_task(args.task), budget=Budget.parse(budget))

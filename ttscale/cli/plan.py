@@ -1,5 +1,5 @@
 """`ttscale plan`: the problems a claim needs for 80% and 90% power, from a pilot or stated assumptions
-(`ttscale.plan`, ttscale.planning).
+(`ttscale.plan`, ttscale.comparisons.planning).
 
 ttscale plan compares/arith-20260101                       # a compare directory: its two arms
 ttscale plan runs/a runs/b --claim equal:1 --claim ratio:1.34
@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ttscale.planning import DEFAULT_CLAIMS, plan
+    from ttscale.comparisons.planning import DEFAULT_CLAIMS, plan
 
     def share(x: float | None, name: str) -> float | None:
         if x is None:

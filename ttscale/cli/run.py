@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ttscale.distributed import DistributedConfig, DistributedError
 from ttscale.engine.base import EngineFatalError
 from ttscale.errors import Stopped, UsageError
 from ttscale.pipeline import RunExists
 from ttscale.registry import UnknownNameError
-from ttscale.runner import RunSpec
+from ttscale.running.distributed import DistributedConfig, DistributedError
+from ttscale.running.runner import RunSpec
+from ttscale.running.signals import StopSignals
 from ttscale.runstore.run_config import default_out
 from ttscale.runstore.storage import ENGINE_LOG, RunDir, StorageError
-from ttscale.signals import StopSignals
 
 #: Ray settings (DistributedConfig fields besides workers and address).
 _RAY_FLAGS = {
@@ -176,7 +176,7 @@ def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig |
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from ttscale.models import prepare_embedded
+    from ttscale.engine.models import prepare_embedded
 
     print(prepare_embedded())
     return 0

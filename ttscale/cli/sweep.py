@@ -20,7 +20,8 @@ from ttscale.cli.config import apply_config_file
 from ttscale.engine import ENGINES
 from ttscale.engine.base import EngineConfig
 from ttscale.errors import UsageError
-from ttscale.flags import (
+from ttscale.routing.policy import LearnOptions
+from ttscale.running.flags import (
     add_backend_flags,
     add_data_dir_flag,
     add_engine_flags,
@@ -30,7 +31,6 @@ from ttscale.flags import (
     task_options,
     vllm_only,
 )
-from ttscale.routing.policy import LearnOptions
 from ttscale.sweeps import SWEEP
 from ttscale.sweeps.holdout import SOURCES, learn_from_sweep
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ttscale.engine.backend import Backend
-from ttscale.engine.base import EngineClient, EngineConfig, EngineFatalError, Prompt
+from ttscale.engine.base import AsyncEngine, EngineConfig, EngineFatalError, Prompt
 from ttscale.engine.loop import BackgroundLoop
 from ttscale.registry import Registry
 
@@ -26,10 +26,10 @@ ENGINES.register("openai", "ttscale.engine.openai:OpenAIBackend")
 class EngineStarter(Protocol):
     """A config that starts a backend of its own (a plugin's, or a simulator of `ttscale.testing`)."""
 
-    async def start_engine(self) -> EngineClient: ...
+    async def start_engine(self) -> AsyncEngine: ...
 
 
-async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> EngineClient:
+async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> AsyncEngine:
     """Start the engine `config` describes, inside the running event loop.
 
     An `EngineConfig` starts vLLM in this process; the config of a registered backend (an `OpenAIConfig`: a
@@ -38,7 +38,7 @@ async def start_engine(config: EngineConfig | OpenAIConfig | EngineStarter) -> E
     """
     starter = getattr(config, "start_engine", None)
     if callable(starter):
-        engine: EngineClient = await starter()
+        engine: AsyncEngine = await starter()
         return engine
     return await ENGINES.get(backend_for(config)).start(config)
 
@@ -67,20 +67,20 @@ def check_backend(backend: str, server: Any) -> None:
         raise ValueError(f"backend {backend} needs a server: an {options.__name__}, got {got}")
 
 
-async def _awaited(value: Awaitable[EngineClient]) -> EngineClient:
+async def _awaited(value: Awaitable[AsyncEngine]) -> AsyncEngine:
     return await value
 
 
-class SyncEngine:
+class BlockingEngine:
     """An engine on a background loop, for synchronous code (scripts, notebooks, test fixtures)."""
 
     def __init__(self, config: EngineConfig | None = None, *,
-                 start: Callable[[EngineConfig], Awaitable[EngineClient]] | None = None, **overrides: Any) -> None:
+                 start: Callable[[EngineConfig], Awaitable[AsyncEngine]] | None = None, **overrides: Any) -> None:
         """`start`: what starts the engine on the loop (default `start_engine`; `ttscale.Engine` logs its start)."""
         self.loop = BackgroundLoop()
         starting = (start or start_engine)(config or EngineConfig(**overrides))
         try:
-            self.engine: EngineClient = self.loop.run(_awaited(starting))
+            self.engine: AsyncEngine = self.loop.run(_awaited(starting))
         except BaseException:
             self.loop.stop()  # a failed start leaves no loop thread behind
             raise
@@ -92,14 +92,14 @@ class SyncEngine:
 
 __all__ = [
     "ENGINES",
+    "AsyncEngine",
     "Backend",
     "BackgroundLoop",
-    "EngineClient",
+    "BlockingEngine",
     "EngineConfig",
     "EngineFatalError",
     "EngineStarter",
     "Prompt",
-    "SyncEngine",
     "backend_for",
     "check_backend",
     "start_engine",

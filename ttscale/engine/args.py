@@ -33,7 +33,7 @@ def engine_arg_fields() -> dict[str, Any]:
     if "vllm.engine.arg_utils" in sys.modules:
         from vllm.engine.arg_utils import AsyncEngineArgs
     else:  # the first import prints (Triton, platform detection) before an answer that is one line
-        from ttscale.logs import held_output
+        from ttscale.engine.logs import held_output
 
         with held_output():
             from vllm.engine.arg_utils import AsyncEngineArgs

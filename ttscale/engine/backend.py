@@ -7,7 +7,7 @@
 its own config class (a dataclass: stored in config.json as the run spec's `server`, read back by `from_stored`); an
 instance is passed as `server=` to `ttscale.run` and `ttscale.sweep`, or made from the flags (`from_flags`): unless
 the backend declares flags of its own (`own_flags`), `ttscale run` and `ttscale sweep` offer one flag per field,
-`--NAME-FIELD` (`--toy-seed 3`), its docstring as help (`ttscale.flags.add_backend_flags`). Whether
+`--NAME-FIELD` (`--toy-seed 3`), its docstring as help (`ttscale.running.flags.add_backend_flags`). Whether
 a failure is a passing fault of the backend (the problem is recorded `unfinished`, and `--resume` runs it again) is
 the backend's own call (`is_transient`), so the runner names no backend.
 """
@@ -19,7 +19,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
 
 
 class Backend:
@@ -34,7 +34,7 @@ class Backend:
     False: the command line offers one flag per field of `config`, generated, which the default `from_flags` reads."""
 
     @classmethod
-    async def start(cls, config: Any) -> EngineClient:
+    async def start(cls, config: Any) -> AsyncEngine:
         """Start the engine `config` (an instance of `config`, or an EngineConfig for the in-process engine)
         describes, inside the running event loop."""
         raise NotImplementedError(f"{cls.__name__} does not define start()")
@@ -49,7 +49,7 @@ class Backend:
     def from_flags(cls, args: argparse.Namespace, stored: Any, command: str) -> Any:
         """Its config from the command line: `stored` (a resumed run's) or the config's defaults, with the options
         given as its generated flags on top (`args.backend_options`: field -> value, gathered by
-        `ttscale.flags.backend_options`); a value its config refuses is a one-line `ttscale.errors.UsageError`.
+        `ttscale.running.flags.backend_options`); a value its config refuses is a one-line `ttscale.errors.UsageError`.
         A backend with flags of its own (`own_flags`) reads them here instead."""
         from ttscale.errors import UsageError
 

@@ -43,7 +43,7 @@ def check_watched(params: SamplingParams) -> None:
 
 
 @runtime_checkable
-class EngineClient(Protocol):
+class AsyncEngine(Protocol):
     """An async text-generation backend: the protocol every engine implements (vLLM in process, a served model, the
     simulators), named as vLLM names its own. `ttscale.Engine` is something else: the handle a user shares."""
 
@@ -118,7 +118,7 @@ class EngineConfig:
     enforce_eager: bool | None = None
     """Skip graph compilation; None = True on CPU (start 23 s instead of 121 s), False on GPU."""
     seed: int = 0
-    """EngineClient-level sampling seed. Runs also seed every request (derived from the run seed and the problem),
+    """AsyncEngine-level sampling seed. Runs also seed every request (derived from the run seed and the problem),
     which makes their samples independent of batching and of the number of workers wherever the engine's logits
     are batch-invariant (float32 on CPU). bf16 on CPUs with AMX is not: on an Intel Xeon, 11 of 16 problems drew
     other samples at concurrency 16 than at 1 (0 of 16 in float32), so exact replays there need float32."""
@@ -215,7 +215,7 @@ def environ_defaults(values: dict[str, str]) -> Iterator[None]:
 
 
 class HFTokenizerMixin:
-    """The tokenizer half of `EngineClient` for backends that hold a Hugging Face tokenizer in `self._tokenizer`."""
+    """The tokenizer half of `AsyncEngine` for backends that hold a Hugging Face tokenizer in `self._tokenizer`."""
 
     _tokenizer: Any
     chat_template_kwargs: Mapping[str, Any] = {}

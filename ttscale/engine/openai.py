@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ttscale.confidence import token_confidence
 from ttscale.engine.backend import Backend
 from ttscale.engine.base import EngineFatalError, HFTokenizerMixin, Prompt
+from ttscale.engine.confidence import token_confidence
 from ttscale.engine.openai_config import MASK, OpenAIConfig, redact_url, server_from_flags
 from ttscale.engine.openai_faults import (
     FATAL_STATUS,
@@ -71,7 +71,7 @@ class OpenAIEngine(HFTokenizerMixin):
     async def start(cls, config: OpenAIConfig) -> OpenAIEngine:
         import httpx
 
-        from ttscale.models import resolve_model
+        from ttscale.engine.models import resolve_model
 
         masked = config.masked_parameters()
         if masked:  # a URL read back from a run's files: sending the mask would only earn a 401 later
@@ -107,7 +107,7 @@ class OpenAIEngine(HFTokenizerMixin):
             raise
         return engine
 
-    # -- EngineClient protocol ------------------------------------------------------------------------
+    # -- AsyncEngine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         body: dict[str, Any] = {
             "model": self.config.model,
@@ -310,7 +310,7 @@ class OpenAIBackend(Backend):
     """The `openai` backend: a model served by an OpenAI-compatible server, configured by an OpenAIConfig."""
 
     config = OpenAIConfig
-    own_flags = True  # --base-url and SERVER_FLAGS (ttscale.flags), read by server_from_flags
+    own_flags = True  # --base-url and SERVER_FLAGS (ttscale.running.flags), read by server_from_flags
 
     @classmethod
     async def start(cls, config: OpenAIConfig) -> OpenAIEngine:

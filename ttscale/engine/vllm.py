@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ttscale.confidence import token_confidence
 from ttscale.engine.backend import Backend
 from ttscale.engine.base import (
     EngineConfig,
@@ -27,6 +26,7 @@ from ttscale.engine.base import (
     context_length,
     environ_defaults,
 )
+from ttscale.engine.confidence import token_confidence
 from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.engine.determinism import determinants, file_hashes, gpu_settings
@@ -84,7 +84,7 @@ def _async_llm(config: EngineConfig, model_path: str, cpu_plan: CPUPlan | None, 
 
 
 class VLLMEngine(HFTokenizerMixin):
-    """`EngineClient` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses
+    """`AsyncEngine` on vLLM's `AsyncLLM`. Build it with `await VLLMEngine.start(config)` inside the loop that uses
     it."""
 
     def __init__(
@@ -106,7 +106,7 @@ class VLLMEngine(HFTokenizerMixin):
     @classmethod
     async def start(cls, config: EngineConfig) -> VLLMEngine:
         from ttscale.engine.args import parse_engine_args
-        from ttscale.models import resolve_model
+        from ttscale.engine.models import resolve_model
 
         # vLLM and torch emit deprecation chatter on import that says nothing to a ttscale user.
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"(vllm|torch)(\.|$)")
@@ -147,7 +147,7 @@ class VLLMEngine(HFTokenizerMixin):
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         return cls(llm, tokenizer, config, model_path, device, cpu_plan)
 
-    # -- EngineClient protocol ------------------------------------------------------------------------
+    # -- AsyncEngine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
         # Only the finished request comes back: streaming every step to Python costs throughput.
         request, vllm_params = _request(prompt, params, seed=seed, stream=False)
@@ -241,7 +241,7 @@ class VLLMEngine(HFTokenizerMixin):
 
     @functools.cached_property
     def _hashes(self) -> dict[str, str | None]:
-        from ttscale.models import cache_dir
+        from ttscale.engine.models import cache_dir
 
         return file_hashes(self.model_path, cache=cache_dir() / "digests.json")
 

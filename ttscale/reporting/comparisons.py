@@ -1,7 +1,7 @@
 """The paired comparisons (compare.json, written by `ttscale compare`) found under a report's paths.
 
 A report shows them beside the leaderboard: the leaderboard ranks runs, a comparison says with its paired
-intervals whether two strategies differ. compare.json describes itself (ttscale.comparison), so the rendering
+intervals whether two strategies differ. compare.json describes itself (ttscale.comparisons.paired), so the rendering
 here needs nothing but the file and the shared Markdown tables.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ttscale.comparison import COMPARE, FORMAT, markdown
+from ttscale.comparisons.paired import COMPARE, FORMAT, markdown
 from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.runs import RunLoadError
 

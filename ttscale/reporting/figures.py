@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ttscale.evals.metrics import wilson_interval
 from ttscale.reporting.charts import INK, PALETTE, Svg, legend_entry, new_chart, to_svg
 from ttscale.reporting.frames import pass_at_k_table, run_table
+from ttscale.stats.metrics import wilson_interval
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ttscale.evals.base import load_task
-from ttscale.evals.metrics import pass_at_k, wilson_interval
+from ttscale.evals import load_task
 from ttscale.runstore.runs import RunData, RunLoadError, read_runs
 from ttscale.runstore.storage import CONFIG, SUMMARY
+from ttscale.stats.metrics import pass_at_k, wilson_interval
 
 if TYPE_CHECKING:
     import pandas as pd

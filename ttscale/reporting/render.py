@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ttscale.reporting.allocations import allocation_markdown, allocation_view
+from ttscale.reporting.allocation_searches import allocation_markdown, allocation_view
 from ttscale.reporting.charts import human
 from ttscale.reporting.comparisons import comparison_markdown, comparison_view
 from ttscale.reporting.figures import accuracy_vs_budget, coverage_vs_samples, pareto_vs_cost

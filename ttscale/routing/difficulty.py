@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ttscale.params import check_positive, check_range
+from ttscale.kit.params import check_positive, check_range
+from ttscale.kit.selection import majority_vote, normalize_answer
 from ttscale.schema import Sample, SamplingParams
-from ttscale.selection import majority_vote, normalize_answer
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
     from ttscale.schema import Problem
 
 FEATURES: tuple[str, ...] = ("agreement", "verifier_mean", "entropy")
@@ -122,7 +122,7 @@ class Probe:
 
 async def run_probe(ctx: Context, settings: ProbeSettings) -> Probe:
     """Spend the probe through the problem's metered door: its tokens are in the problem's ledger."""
-    from ttscale.sampling import score_outcomes
+    from ttscale.blocks.sampling import score_outcomes
 
     before = ctx.ledger.spent
     params = SamplingParams(n=settings.n, temperature=settings.temperature, top_p=settings.top_p,
@@ -182,7 +182,7 @@ def _offline_scores(heads: Mapping[str, Sequence[Mapping[str, Any]]], *, problem
     if verifier is None:
         return {}
     from ttscale.budget import Budget, Ledger
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
     from ttscale.verifiers.loading import load_verifier
 
     scorer = load_verifier(verifier)

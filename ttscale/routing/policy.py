@@ -24,8 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ttscale.evals.metrics import bootstrap_mean
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 from ttscale.routing.difficulty import (
     Features,
     Predictor,
@@ -37,6 +36,7 @@ from ttscale.routing.difficulty import (
     tie_breaker,
 )
 from ttscale.routing.savings import tokens_saved
+from ttscale.stats.metrics import bootstrap_mean
 
 FORMAT = "ttscale.routing.policy/1"
 

@@ -18,28 +18,29 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
 
 if TYPE_CHECKING:
-    from ttscale.engine.base import EngineClient
+    from ttscale.engine.base import AsyncEngine
 
 
 class Prepared(Protocol):
-    """What the run store reads of a prepared run (`ttscale.runner.Prepared`, handed down by the running layer
+    """What the run store reads of a prepared run (`ttscale.running.runner.Prepared`, handed down by the running layer
     above, which the run store never imports): its spec, stored as config.json's `spec`, and its identity."""
 
     @property
     def spec(self) -> Any:
-        """The run's `ttscale.run_spec.RunSpec` (a dataclass)."""
+        """The run's `ttscale.running.run_spec.RunSpec` (a dataclass)."""
 
     def identity(self) -> dict[str, Any]:
         """The part of config.json that must match for `--resume`."""
         ...
 
 
-#: A `ttscale.run_spec.RunSpec`: the run store reads its fields by name and never imports the layer that defines it.
+#: A `ttscale.running.run_spec.RunSpec`: the run store reads its fields by name and never imports the layer that
+#: defines it.
 RunSpec = Any
 
 
 def write_config(
-    run_dir: RunDir, prepared: Prepared, engine: EngineClient | dict[str, Any] | None = None,
+    run_dir: RunDir, prepared: Prepared, engine: AsyncEngine | dict[str, Any] | None = None,
     argv: list[str] | None = None,
 ) -> None:
     """Write config.json. Called before the engine starts (engine None), so a run killed while its

@@ -11,7 +11,7 @@ goodness of fit and prediction with intervals (`Fit`):
 """
 
 from ttscale.scaling._resample import FitInputError
-from ttscale.scaling.coverage import coverage_curve, fit_coverage, fit_coverage_from_samples, pass_at_k
+from ttscale.scaling.coverage import coverage_curve, fit_coverage, fit_coverage_from_samples, pass_at_k_array
 from ttscale.scaling.genrm import fit_genrm, genrm_budget, optimal_allocation
 from ttscale.scaling.kinetics import fit_kinetics, owner_ranges, pareto_frontier
 from ttscale.scaling.result import Fit
@@ -40,7 +40,7 @@ __all__ = [
     "optimal_allocation",
     "owner_ranges",
     "pareto_frontier",
-    "pass_at_k",
+    "pass_at_k_array",
     "power_curve",
     "power_saturation",
     "ttspm_curve",

@@ -33,8 +33,9 @@ def coverage_curve(k: Any, *, a: float, b: float) -> np.ndarray:
     return np.exp(a * np.asarray(k, dtype=float) ** b)
 
 
-def pass_at_k(*, n: Any, correct: Any, k: Any) -> np.ndarray:
-    """Unbiased pass@k of each problem from n samples of which `correct` were right: (problems, len(k)).
+def pass_at_k_array(*, n: Any, correct: Any, k: Any) -> np.ndarray:
+    """Unbiased pass@k of each problem from n samples of which `correct` were right: (problems, len(k)), as floats
+    (one problem's, exactly: `ttscale.stats.metrics.pass_at_k`).
 
     1 − C(n−c, k) / C(n, k) (Chen et al. 2021); NaN where k > n (not estimable from n samples).
     """
@@ -137,5 +138,5 @@ def fit_coverage_from_samples(
         k = [2**i for i in range(int(math.log2(max(top, 1))) + 1)]
     ks = np.asarray(k, dtype=float)
     return fit_coverage(
-        k=ks, coverage=pass_at_k(n=ns, correct=correct, k=ks), n_boot=n_boot, level=level, seed=seed
+        k=ks, coverage=pass_at_k_array(n=ns, correct=correct, k=ks), n_boot=n_boot, level=level, seed=seed
     )

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ttscale.scaling._resample import FitInputError, bootstrap_draws, check_options, observations, rng_from
-from ttscale.scaling.result import Fit, goodness, percentile_interval
+from ttscale.scaling.result import Fit, goodness, percentile_bands
 
 FORMULA = "S_opt = k_S·C^a, V_opt = k_V·C^b, C = S·(1 + lambda·V)"
 
@@ -139,7 +139,7 @@ def optimal_allocation(fit: Fit, *, budget: Any) -> dict[str, tuple[np.ndarray, 
         est = fit.estimate[factor] * c ** fit.estimate[exponent]
         draws = good[:, factor : factor + 1] * c[None, :] ** good[:, exponent : exponent + 1]
         low, high = (
-            percentile_interval(draws, level=fit.level)
+            percentile_bands(draws, level=fit.level)
             if good.shape[0] >= 2
             else (est * np.nan, est * np.nan)
         )

@@ -79,7 +79,7 @@ def read_points(path: str | Path, *, law: str) -> dict[str, Any]:
     return out
 
 
-def read_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[str, Any]:
+def points_from_runs(paths: list[str | Path], *, law: str, x: str = "budget") -> dict[str, Any]:
     """The law's variables from run directories (see the module doc); `x` picks the saturation budget:
     `budget` (the ledger's limit), `spent`, or `samples`."""
     runs = _load(paths)
@@ -133,7 +133,7 @@ def _variables(runs: list[RunData], *, law: str, x: str) -> dict[str, Any]:
 
 def _load(paths: list[str | Path]) -> list[RunData]:
     try:
-        from ttscale.evals.base import load_task
+        from ttscale.evals import load_task
 
         return [_fittable(run) for run in read_run_dirs(paths, tasks=load_task)]
     except RunLoadError as exc:

@@ -23,17 +23,19 @@ def fit_law(
     law: str,
     data: Mapping[str, Any],
     *,
-    form: str = "ttspm",
-    mode: str = "parallel",
-    epsilon: float = 0.01,
-    lam: float | None = None,
-    scope: str | None = None,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    form: str,
+    mode: str,
+    epsilon: float,
+    lam: float | None,
+    scope: str | None,
+    n_boot: int,
+    level: float,
+    seed: int,
 ) -> Fit:
     """Fit `law` to `data`; `form`, `mode` and `epsilon` are the saturation law's, `scope` the kinetics
-    frontier's, `lam` (verification tokens per solution token) the GenRM law's."""
+    frontier's, `lam` (verification tokens per solution token) the GenRM law's. Every option is given: their
+    defaults are `ttscale.fit`'s, stated once there (reading them from here would import the fitters, numpy and
+    scipy with `ttscale.api`)."""
     common: dict[str, Any] = {"n_boot": n_boot, "level": level, "seed": seed}
     if law == "coverage":
         if "n" in data:

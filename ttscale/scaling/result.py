@@ -61,7 +61,7 @@ class Fit:
 
     @property
     def ci(self) -> dict[str, tuple[float, float]]:
-        lows, highs = percentile_interval(self.boot, level=self.level)
+        lows, highs = percentile_bands(self.boot, level=self.level)
         return {name: (float(lo), float(hi)) for name, lo, hi in zip(self.names, lows, highs, strict=True)}
 
     @property
@@ -84,7 +84,7 @@ class Fit:
             nan = np.full_like(mean, np.nan)
             return mean, nan, nan
         draws = self.curve(xs, good)
-        low, high = percentile_interval(draws, level=self.level)
+        low, high = percentile_bands(draws, level=self.level)
         return mean, low, high
 
     def to_dict(self) -> dict[str, Any]:
@@ -215,8 +215,9 @@ def fit_profile_curves(
     )
 
 
-def percentile_interval(values: np.ndarray, *, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Columnwise percentile interval of the finite values (NaN where fewer than two)."""
+def percentile_bands(values: np.ndarray, *, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Columnwise percentile interval of the finite values (NaN where fewer than two): one band a column (one
+    interval of one set of values: `ttscale.stats.bootstrap.percentile_interval`)."""
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
         values = values[:, None]
@@ -231,7 +232,7 @@ def percentile_interval(values: np.ndarray, *, level: float) -> tuple[np.ndarray
 
 def derived(estimate: float, *, draws: np.ndarray, level: float) -> tuple[float, float, float]:
     """(estimate, low, high) of a quantity computed from the parameters of each resample."""
-    low, high = percentile_interval(draws, level=level)
+    low, high = percentile_bands(draws, level=level)
     return float(estimate), float(low[0]), float(high[0])
 
 

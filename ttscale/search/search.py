@@ -25,14 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ttscale.context import Context
 from ttscale.evals.base import extraction_of
-from ttscale.params import check_positive, check_range
+from ttscale.kit.context import Context
+from ttscale.kit.params import check_positive, check_range
+from ttscale.kit.selection import best_scored, majority_vote, weighted_vote
 from ttscale.schema import Answer, Sample, SamplingParams
 from ttscale.search.score import AGGREGATES, Aggregate, aggregate, parse_verifier_spec
 from ttscale.search.steps import DEFAULT_DELIMITER, Finish, step_end, unescape
 from ttscale.search.tree import LivePrefixes, Node, Tree
-from ttscale.selection import best_scored, majority_vote, weighted_vote
 
 Select = Literal["best", "majority", "weighted"]
 SELECTS = ("best", "majority", "weighted")
@@ -44,7 +44,7 @@ class SearchParams:
 
     verifier: str = "arithmetic"
     """Process verifier: a name in VERIFIERS, optionally with options (`noisy_oracle:noise=0.3,seed=1`). Its form
-    is checked here; its name by each strategy's parameters (`ttscale.verifiers.loading.check_verifier_spec`: the
+    is checked here; its name by each strategy's parameters (`ttscale.blocks.verified.ChecksVerifier`: the
     registry sits above search), and the strategy hands `Search` the verifier it loads."""
     aggregate: Aggregate = "last"
     """How a path's step scores become one value: last, min, prod or mean."""
@@ -289,7 +289,7 @@ class Search:
         await self.score(pool)
         exhausted = not self.can_expand
         samples = [self._sample(node, exhausted=exhausted) for node in pool]
-        # Off the loop: a symbolic merge of the votes waits on grader processes (ttscale.selection).
+        # Off the loop: a symbolic merge of the votes waits on grader processes (ttscale.kit.selection).
         prediction, votes = await asyncio.to_thread(self._select, samples)
         details: dict[str, Any] = {
             "verifier": self.p.verifier,

@@ -1,8 +1,8 @@
 """The one claim grammar of `ttscale plan --claim` and `ttscale compare --until-decided` (`parse_claim`, also
-`ttscale.planning.parse_claim`): `better:T`, `equal:M`, `not-worse:M` in points, `ratio:H` in times. It sits here,
-beside the Claim it makes, because the planner (a layer above ttscale.comparison) and the sequential driver that
-ttscale.comparison calls (ttscale.until_decided) both read claims through it: in either of them the other would
-import upwards.
+`ttscale.comparisons.planning.parse_claim`): `better:T`, `equal:M`, `not-worse:M` in points, `ratio:H` in times.
+It sits here, beside the Claim it makes, because the planner (above ttscale.comparisons.paired) and the sequential
+driver that ttscale.comparisons.paired calls (ttscale.comparisons.until_decided) both read claims through it: in
+either of them the other would import upwards.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ _KINDS = {"better": "better", "equal": "equal", "not-worse": "not_worse", "not_w
 
 #: The claims `parse_claim` reads, in the words its errors give them.
 ALLOWED = "better:T, equal:M, not-worse:M (points) or ratio:H (times)"
-#: The accuracy claims alone, as a sequential comparison (ttscale.until_decided) takes them: its boundaries are for
-#: Tango's score statistic, and a cost ratio has none there.
+#: The accuracy claims alone, as a sequential comparison (ttscale.comparisons.until_decided) takes them: its
+#: boundaries are for Tango's score statistic, and a cost ratio has none there.
 ALLOWED_ACCURACY = "better:T, equal:M or not-worse:M (points; better:0 = the first strategy more accurate)"
 
 

@@ -5,7 +5,7 @@ A sweep directory holds `sweep.json` (the grid) and one run directory per cell u
 resumed or reported like any run. `ttscale sweep --resume DIR` skips finished cells and resumes the rest.
 
 Generate once, evaluate every budget. For the strategies that declare a replay (`@strategy(Params,
-replay=...)`, ttscale.capabilities: the sample pools, GenRM, offline DeepConf, budget forcing) only the
+replay=...)`, ttscale.kit.capabilities: the sample pools, GenRM, offline DeepConf, budget forcing) only the
 largest budget is run; each smaller budget b is *derived* from the stored records by replaying, on a real
 `Ledger` of budget b, the requests the strategy would send (the same n, max_tokens and refill rounds, capped
 by the same rules) and handing each request the next stored samples, then selecting as the strategy does.

@@ -1,7 +1,7 @@
 """A sweep's grid: its entries, its cells (the run directories under `cells/`) and which cells are derived.
 
 Which cells are derived from a larger one is read from the strategy's declared replay
-(`@strategy(Params, replay=...)`, ttscale.capabilities), never from its name: the source is the entry's point
+(`@strategy(Params, replay=...)`, ttscale.kit.capabilities), never from its name: the source is the entry's point
 the replay names (by default the same point) at the largest budget, and every other (point, budget) of the
 entry reads from it.
 """
@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.budget import Budget
-from ttscale.capabilities import Replay, capabilities
 from ttscale.engine import ENGINES, check_backend
 from ttscale.engine.base import EngineConfig
-from ttscale.params import field_names, params_class
+from ttscale.kit.capabilities import Replay, capabilities
+from ttscale.kit.params import field_names, params_class
 from ttscale.routing.policy import candidate_key
-from ttscale.run_spec import stored_server
-from ttscale.runner import RunSpec
+from ttscale.running.run_spec import stored_server
+from ttscale.running.runner import RunSpec
 from ttscale.runstore.names import SWEEP
 from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.storage import RunDir
@@ -129,7 +129,7 @@ class SweepSpec:
     holdout: int = 0
     """Samples per problem of a held-out difficulty pool (probe + p̂₁, see ttscale.sweeps.holdout); 0 = none."""
     task_defaults: bool = True
-    """Cells get the task's suggested parameters (`ttscale.params.task_defaults`); False for sweeps made before
+    """Cells get the task's suggested parameters (`ttscale.kit.params.task_defaults`); False for sweeps made before
     them (sweep.json without the key), so a resumed sweep's new cells run as its first ones did."""
 
     def __post_init__(self) -> None:

@@ -18,13 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from ttscale.capabilities import capabilities
+from ttscale.kit.capabilities import capabilities
+from ttscale.kit.selection import majority_vote
 from ttscale.routing.difficulty import ProbeSettings, offline_features
 from ttscale.routing.policy import Difficulty, LearnOptions, learn_policy
-from ttscale.runner import prepare
+from ttscale.running.runner import prepare
 from ttscale.runstore.storage import CONFIG
 from ttscale.schema import Sample
-from ttscale.selection import majority_vote
 from ttscale.strategies import STRATEGIES
 from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir
 
@@ -35,7 +35,7 @@ _SAMPLING = ("temperature", "top_p", "max_tokens")
 
 
 def _difficulty_pool(strategy: str) -> bool:
-    """Whether the strategy declared its records a pool of the problem's own samples (ttscale.capabilities)."""
+    """Whether the strategy declared its records a pool of the problem's own samples (ttscale.kit.capabilities)."""
     return strategy in STRATEGIES and capabilities(STRATEGIES.get(strategy)).difficulty_pool
 
 
@@ -138,7 +138,7 @@ def _stored_params(results: Any, cell: Cell) -> dict[str, Any]:
 
 def _probe_settings(strategy: str, params: dict[str, Any], *, probe_n: int, probe_verifier: str | None,
                     ) -> ProbeSettings:
-    from ttscale.params import params_class, parse_params
+    from ttscale.kit.params import params_class, parse_params
 
     p = parse_params(params_class(STRATEGIES.get(strategy)), {k: v for k, v in params.items() if k in _SAMPLING})
     return ProbeSettings(n=probe_n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.budget import Budget
-from ttscale.evals.metrics import wilson_interval
 from ttscale.routing.policy import Outcome
 from ttscale.runstore.runs import read_run
 from ttscale.schema import Problem
+from ttscale.stats.metrics import wilson_interval
 from ttscale.sweeps.grid import Cell, SweepSpec, cell_dir, load_spec
 
 
@@ -44,7 +44,7 @@ class SweepResults:
 
 
 def load_results(root: str | Path) -> SweepResults:
-    from ttscale.evals.base import load_task
+    from ttscale.evals import load_task
 
     spec = load_spec(root)
     task = load_task(spec.task, **spec.task_options)

@@ -1,5 +1,5 @@
 """A sweep cell written from the stored records of its source cell (a larger budget, or the largest values of the
-parameters its strategy's replay varies), by that strategy's declared replay (ttscale.capabilities).
+parameters its strategy's replay varies), by that strategy's declared replay (ttscale.kit.capabilities).
 
 `derive_cell` checks that the source ran with the cell's parameters (those the replay varies aside) and engine
 context limit, derives each problem's record (`derive_record`: a fresh ledger at the cell's budget, the source's
@@ -14,10 +14,10 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ttscale.capabilities import Stored, capabilities
 from ttscale.engine.base import context_length
+from ttscale.kit.capabilities import Stored, capabilities
 from ttscale.pipeline import writing_cell
-from ttscale.runner import Prepared
+from ttscale.running.runner import Prepared
 from ttscale.runstore.storage import SUMMARY, RunDir
 from ttscale.runstore.summary import summarize
 from ttscale.schema import Problem, RunRecord, Sample

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ttscale.engine.base import EngineClient
+from ttscale.engine.base import AsyncEngine
 from ttscale.pipeline import run_cell as run_into
-from ttscale.runner import Prepared, prepare
+from ttscale.running.runner import Prepared, prepare
 from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.run_config import redact_argv
 from ttscale.runstore.storage import CONFIG, ENGINE_LOG, SUMMARY, RunDir
@@ -53,7 +53,7 @@ def _complete(run_dir: RunDir, problems: list[Problem]) -> bool:
     return (run_dir.path / SUMMARY).is_file() and {p.id for p in problems} <= run_dir.finished_ids()
 
 
-async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient | None = None, progress: bool = True,
+async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: AsyncEngine | None = None, progress: bool = True,
                     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
                     problems: int | None = None, verbose: bool = False) -> None:
     """Run (or finish) every cell. Each seed gets its own engine, started only if a cell needs it.
@@ -65,14 +65,14 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
     """
     cells = spec.cells()
     for seed in spec.seeds:
-        own: EngineClient | None = None
+        own: AsyncEngine | None = None
 
-        async def engine_for(s: int = seed) -> EngineClient:
+        async def engine_for(s: int = seed) -> AsyncEngine:
             nonlocal own
             if engine is not None:
                 return engine
             if own is None:
-                from ttscale.launch import start_logged
+                from ttscale.running.launch import start_logged
 
                 quiet = spec.server is None and not verbose  # a served model's start prints nothing here
                 own = await start_logged(spec.server or replace(spec.engine, seed=s),
@@ -84,7 +84,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
                 await run_cell(spec, root, cell, cells, engine_for, progress=progress, log=log, problems=problems)
         finally:
             if own is not None:
-                from ttscale.logs import capture_output
+                from ttscale.engine.logs import capture_output
 
                 # vLLM logs its shutdown too: into the same log as its start.
                 with capture_output(Path(root) / ENGINE_LOG if spec.server is None and not verbose else None):
@@ -92,7 +92,7 @@ async def run_sweep(spec: SweepSpec, root: str | Path, *, engine: EngineClient |
 
 
 async def run_cell(spec: SweepSpec, root: str | Path, cell: Cell, cells: list[Cell],
-                   engine_for: Callable[[], Awaitable[EngineClient]], *, progress: bool = False,
+                   engine_for: Callable[[], Awaitable[AsyncEngine]], *, progress: bool = False,
                    log: Callable[[str], None] = lambda line: None, problems: int | None = None) -> Path:
     """Finish one cell (its source first, when it is derived from one): read from the source's stored pool where
     the replay can, run on `engine_for()` where not, nothing when it is complete. Returns its directory.

@@ -1,4 +1,4 @@
-"""A SIMULATED code-writing policy behind the EngineClient protocol, for fast tests of code strategies.
+"""A SIMULATED code-writing policy behind the AsyncEngine protocol, for fast tests of code strategies.
 
 Not a model and not vLLM: it answers from a code task's own problems with seeded randomness, so selection logic
 (generated tests, behaviour votes, budgets, executions) can be tested in a second. Tests that claim anything about
@@ -33,7 +33,7 @@ _ASSERT = re.compile(r"^\s*assert candidate\((.*)\) == (.+)$")
 
 
 class SimulatedCodePolicy(CharTokenizer):
-    """EngineClient protocol over a scripted, seeded fake code writer for `task`'s problems (see the module
+    """AsyncEngine protocol over a scripted, seeded fake code writer for `task`'s problems (see the module
     docstring)."""
 
     def __init__(self, task: Any, *, seed: int = 0, p_correct: float = 0.4, p_wrong_test: float = 0.2,

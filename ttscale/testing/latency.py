@@ -1,4 +1,4 @@
-"""A latency-model engine: the EngineClient protocol, answered by a script and timed by a cost model. A SIMULATOR.
+"""A latency-model engine: the AsyncEngine protocol, answered by a script and timed by a cost model. A SIMULATOR.
 
 It is neither vLLM nor a model. It exists to measure the harness (strategies, ledger, tree, storage)
 without a GPU: with `LatencyModel.zero_cost()` every request is answered at once, so what a run takes is
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ttscale.engine.base import check_watched
-from ttscale.params import check_positive
+from ttscale.kit.params import check_positive
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.script import ASSISTANT, EOS, OFFSET, USER, Script, first_stop, judge, stop_len
 
@@ -128,7 +128,7 @@ class _Request:
 
 
 class CharTokenizer:
-    """The tokenizer half of the EngineClient protocol for simulators: one token per character, EOS = 2."""
+    """The tokenizer half of the AsyncEngine protocol for simulators: one token per character, EOS = 2."""
 
     def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
         text = "".join(USER + m["content"] for m in messages)
@@ -158,7 +158,7 @@ class CharTokenizer:
 
 
 class LatencyEngine(CharTokenizer):
-    """The EngineClient protocol over a scripted policy and a `LatencyModel` (see the module docstring)."""
+    """The AsyncEngine protocol over a scripted policy and a `LatencyModel` (see the module docstring)."""
 
     def __init__(self, *, model: LatencyModel | None = None, seed: int = 0, max_steps: int = 4,
                  step_tokens: int = 48, max_model_len: int = 1 << 20, confidence_drop: float = 1.0) -> None:
@@ -191,7 +191,7 @@ class LatencyEngine(CharTokenizer):
         self._carry = 0.0
         """Decode time spent towards a step not finished yet (a wake-up between steps loses nothing)."""
 
-    # -- EngineClient protocol (the tokenizer half is CharTokenizer's) -----------------------------------
+    # -- AsyncEngine protocol (the tokenizer half is CharTokenizer's) -----------------------------------
     def describe(self) -> dict[str, Any]:
         return {"backend": "latency-model simulator", "model": vars(self.model)}
 

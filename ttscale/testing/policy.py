@@ -1,4 +1,4 @@
-"""A SIMULATED arithmetic policy behind the EngineClient protocol, for fast pure-logic tests of strategies.
+"""A SIMULATED arithmetic policy behind the AsyncEngine protocol, for fast pure-logic tests of strategies.
 
 It is not a model and not vLLM: it writes arithmetic solutions from a script with seeded
 randomness, so strategy logic (tree shapes, budgets, selection) can be tested in milliseconds.
@@ -34,15 +34,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ttscale.confidence import token_confidence
 from ttscale.engine.base import check_watched
+from ttscale.engine.confidence import token_confidence
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 from ttscale.testing.latency import ASSISTANT, EOS, CharTokenizer
 from ttscale.testing.script import first_stop
 from ttscale.verifiers.safe_eval import safe_eval
 
 if TYPE_CHECKING:
-    from ttscale.context import Context
+    from ttscale.kit.context import Context
 
 _EXPRESSION = re.compile(r"Calculate (.+?)\. Give")
 _STATED = re.compile(r"=\s*(-?\d+)")
@@ -50,7 +50,7 @@ _PROPOSED = re.compile(r"(?:=|answer is)\s*(-?\d+)")
 
 
 class SimulatedArithmeticPolicy(CharTokenizer):
-    """EngineClient protocol over a scripted, seeded fake policy (see the module docstring)."""
+    """AsyncEngine protocol over a scripted, seeded fake policy (see the module docstring)."""
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class SimulatedArithmeticPolicy(CharTokenizer):
         self.peak_in_flight = 0
         self._blocks: set[tuple[int, ...]] = set()
 
-    # -- EngineClient protocol (the tokenizer half is CharTokenizer's) -------------------------------------
+    # -- AsyncEngine protocol (the tokenizer half is CharTokenizer's) -------------------------------------
     def describe(self) -> dict[str, Any]:
         return {"backend": "simulator"}
 
@@ -92,7 +92,7 @@ class SimulatedArithmeticPolicy(CharTokenizer):
         return None
 
     async def generate(self, prompt: Any, params: SamplingParams, *, seed: int | None = None) -> Generation:
-        # `seed` is the EngineClient protocol's per-request seed; the script draws from the policy's own seeded RNG.
+        # `seed` is the AsyncEngine protocol's per-request seed; the script draws from the policy's own seeded RNG.
         ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
@@ -218,8 +218,8 @@ def make_context(
 ) -> Context:
     """A Context for one arithmetic problem whose engine is the simulated policy."""
     from ttscale.budget import Budget, Ledger
-    from ttscale.context import Context
     from ttscale.evals.arithmetic import ArithmeticTask
+    from ttscale.kit.context import Context
 
     task = task or ArithmeticTask(levels=(1, 2, 3), per_level=20)
     problem = task.problems()[problem_index]

@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
-from ttscale.confidence import token_confidence
+from ttscale.engine.confidence import token_confidence
 from ttscale.schema import Completion
 
 EOS = 2

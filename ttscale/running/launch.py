@@ -1,0 +1,71 @@
+"""Starting an engine as a run starts its own: quiet, its output in a log, a failure named with that log.
+
+`start_logged` is how a sweep, a comparison, an allocation search and a shared `ttscale.Engine` start theirs;
+`ttscale.pipeline`, which carries out a run, uses `engine_failure`, `keep_engine_log` and `start_error` when a new
+run's engine fails before any problem finished (the run's files are discarded, its engine log kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ttscale.engine.base import EngineFatalError, environ_defaults
+from ttscale.engine.logs import capture_output
+
+if TYPE_CHECKING:
+    from ttscale.engine import AsyncEngine
+
+
+class EngineStartError(RuntimeError):
+    """The engine failed before any problem finished; the message names where its log was kept."""
+
+
+async def start_logged(config: Any, *, log: Path | None) -> AsyncEngine:
+    """Start the engine `config` describes (`ttscale.engine.start_engine`) as a run starts its own: what vLLM, torch
+    and the engine's processes print goes to `log`, appended (None: to this terminal, `--verbose`), and a start
+    that fails raises EngineStartError naming the log. For the engines a sweep, a comparison, an allocation search
+    or a shared `ttscale.Engine` start: their processes keep writing to `log` once started."""
+    from ttscale.engine import start_engine
+
+    with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log):
+        try:
+            return await start_engine(config)
+        except Exception as exc:
+            if log is None or not engine_failure(exc):
+                raise
+            raise start_error(exc, log) from exc
+
+
+def start_error(exc: BaseException, log: Path) -> EngineStartError:
+    """The one-line error of an engine that failed with `exc`, naming where its log is."""
+    return EngineStartError(f"{' '.join(str(exc).split())[:400]} (the engine's log: {log})")
+
+
+def engine_failure(exc: BaseException) -> bool:
+    """Whether `exc` came from the engine or its libraries rather than from ttscale's own checks or a signal."""
+    from ttscale.errors import UsageError
+    from ttscale.running.distributed import DistributedError
+
+    ours = (ValueError, OSError, UsageError, EngineFatalError, DistributedError, asyncio.CancelledError)
+    return isinstance(exc, Exception) and not isinstance(exc, ours)
+
+
+def keep_engine_log(log: Path) -> Path | None:
+    """Move a non-empty engine log (of a run about to be discarded) to a temporary file; its new path."""
+    try:
+        if not log.is_file() or log.stat().st_size == 0:
+            return None
+        handle, name = tempfile.mkstemp(prefix="ttscale-engine-", suffix=".log")
+        os.close(handle)
+        shutil.move(str(log), name)
+    except OSError:
+        return None
+    return Path(name)
+
+
+__all__ = ["EngineStartError", "engine_failure", "keep_engine_log", "start_error", "start_logged"]
