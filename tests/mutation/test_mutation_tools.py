@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -80,6 +81,25 @@ def test_heldout_runs_each_mutant_against_the_tests_that_import_its_module(
     assert (tiny_repo / "ttscale" / "tiny.py").read_text() == TINY  # the repository is never written to
 
 
+EQUIVALENT_ENTRY = ('file = "ttscale/budget.py"\n'
+                    'find = "ledger.reserved = max(0.0, ledger.reserved + amount)"\n'
+                    'replace = "ledger.reserved = max(0.0, amount + ledger.reserved)"\nwhy = "operands swapped"')
+
+
+def test_an_equivalent_mutant_is_counted_apart_with_its_reason_and_not_run(
+        tools: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, heldout = tools
+    listing, out = tmp_path / "heldout.toml", tmp_path / "out.json"
+    listing.write_text(f'[[mutant]]\n{EQUIVALENT_ENTRY}\nequivalent = "float addition commutes"\n')
+    assert heldout.main(["--list", str(listing), "--stage", str(tmp_path / "stage"), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "equivalent ttscale/budget.py" in printed and "(float addition commutes)" in printed
+    assert printed.rstrip().endswith("(1 equivalent, not run)") and "killed: 0/0 in" in printed
+    (row,) = json.loads(out.read_text())
+    assert (row["status"], row["equivalent"]) == ("equivalent", "float addition commutes")
+    assert not (tmp_path / "stage").exists()  # nothing to run: no staging copy either
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
@@ -88,8 +108,9 @@ def test_heldout_runs_each_mutant_against_the_tests_that_import_its_module(
         ('file = "ttscale/budget.py"\nfind = "return"\nreplace = "x"\nwhy = "w"', "must occur once"),
         ('file = "ttscale/nothing.py"\nfind = "a"\nreplace = "b"\nwhy = "w"', "no file ttscale/nothing.py"),
         ('file = "ttscale/budget.py"\nfind = "a"\nreplace = "b"', "lacks why"),
+        (f'{EQUIVALENT_ENTRY}\nequivalent = " "', "mutant 1: equivalent must say why no input tells it apart"),
     ],
-    ids=["absent", "ambiguous", "no_file", "no_reason"],
+    ids=["absent", "ambiguous", "no_file", "no_reason", "equivalent_without_reason"],
 )
 def test_a_list_that_cannot_be_applied_is_one_line_and_exit_2(
         tools: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str],

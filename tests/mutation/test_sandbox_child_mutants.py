@@ -159,3 +159,16 @@ def test_a_parent_that_could_not_write_the_id_maps_stops_the_candidate_with_that
     _wait_for_maps(read_end)
     with pytest.raises(OSError):
         os.fstat(read_end)
+
+
+def test_kernel_time_counts_toward_the_cpu_limit_that_reads_a_sigkill() -> None:
+    # A SIGKILL with the candidate's CPU time at its (whole-second) limit is read as the CPU limit's kill. The
+    # candidate ignores SIGXCPU and spends its one second mostly in the kernel (reading /dev/zero), then is killed:
+    # the CPU time its init reports is user + system time, at the limit, not the user time alone.
+    program = ("import os, signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nbuf = bytearray(1 << 22)\n"
+               "zero = open('/dev/zero', 'rb', buffering=0)\nwhile sum(os.times()[:2]) < 1.0:\n"
+               "    zero.readinto(buf)\nt = os.times()\nprint(t.system > t.user, flush=True)\n"
+               "os.kill(os.getpid(), signal.SIGKILL)\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.output == "True\n", execution  # the kernel's share was the larger one
+    assert (execution.status, execution.reason) == ("timeout", "CPU limit of 1.0 s: killed by SIGKILL")
