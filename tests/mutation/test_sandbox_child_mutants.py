@@ -172,3 +172,23 @@ def test_kernel_time_counts_toward_the_cpu_limit_that_reads_a_sigkill() -> None:
     execution = execute("namespaces", LIMITS, program, "", None)
     assert execution.output == "True\n", execution  # the kernel's share was the larger one
     assert (execution.status, execution.reason) == ("timeout", "CPU limit of 1.0 s: killed by SIGKILL")
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits", "bare"])
+def test_the_candidates_stdin_is_dev_null(level: str) -> None:
+    # fd 0 is /dev/null (character device 1:3), never a pipe of the supervisor's, at every level.
+    program = "import os, stat\ns = os.fstat(0)\nprint(stat.S_ISCHR(s.st_mode), os.major(s.st_rdev), os.minor(s.st_rdev))\n"
+    execution = execute(level, LIMITS, program, "", None)
+    assert (execution.status, execution.output) == ("passed", "True 1 3\n"), execution
+
+
+def test_a_sigkill_at_the_cpu_limit_less_its_margin_is_the_cpu_limit() -> None:
+    # The verdict on a SIGKILL reads the CPU time: at or over the whole-second limit less 0.05 s it is the
+    # kernel's kill at the CPU limit, below it a crash. 1.5 s rounds up to a limit of 2: the margin starts at 1.95.
+    from ttscale.sandbox._supervisor import _verdict
+
+    limits = {"cpu_seconds": 1.5, "wall_seconds": 10.0}
+    killed = 9  # a wait status: terminated by SIGKILL (signal 9), no core
+    assert _verdict(False, killed, 1.95, b"", b"", limits) == ("timeout", "CPU limit of 1.5 s: killed by SIGKILL")
+    assert _verdict(False, killed, 1.94, b"", b"", limits) == ("crashed", "killed by SIGKILL")
+    assert _verdict(False, 24, 0.0, b"", b"", limits) == ("timeout", "CPU limit of 1.5 s: killed by SIGXCPU")
