@@ -177,7 +177,8 @@ def test_kernel_time_counts_toward_the_cpu_limit_that_reads_a_sigkill() -> None:
 @pytest.mark.parametrize("level", ["namespaces", "rlimits", "bare"])
 def test_the_candidates_stdin_is_dev_null(level: str) -> None:
     # fd 0 is /dev/null (character device 1:3), never a pipe of the supervisor's, at every level.
-    program = "import os, stat\ns = os.fstat(0)\nprint(stat.S_ISCHR(s.st_mode), os.major(s.st_rdev), os.minor(s.st_rdev))\n"
+    program = ("import os, stat\ns = os.fstat(0)\n"
+               "print(stat.S_ISCHR(s.st_mode), os.major(s.st_rdev), os.minor(s.st_rdev))\n")
     execution = execute(level, LIMITS, program, "", None)
     assert (execution.status, execution.output) == ("passed", "True 1 3\n"), execution
 
