@@ -122,3 +122,26 @@ def test_a_list_that_cannot_be_applied_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("heldout: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "stage").exists()  # refused before anything ran
+
+
+FLAKY_TEST = (  # fails on the second run of the session only (the first after the clean run), then never again
+    "import os\nfrom pathlib import Path\n\n\ndef test_flaky():\n"
+    "    counter = Path(os.environ['TTSCALE_FLAKY_COUNTER'])\n"
+    "    runs = int(counter.read_text() or 0) + 1 if counter.exists() else 1\n"
+    "    counter.write_text(str(runs))\n    assert runs != 2\n")
+
+
+def test_a_plain_kill_counts_only_if_it_repeats_under_confirm_kills(
+        tools: tuple[ModuleType, ModuleType], tiny_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mutmut", reason="mutmut is installed by `make mutation` (the `mutation` extra)")
+    plain, _ = tools
+    (tiny_repo / "tests" / "test_flaky.py").write_text(FLAKY_TEST)
+    counter = tmp_path / "runs"
+    monkeypatch.setenv("TTSCALE_FLAKY_COUNTER", str(counter))
+    # dec's two mutants: no test checks dec, so each survives; the first one's run fails once on its own.
+    module = {"file": "ttscale/tiny.py", "functions": ["dec"], "confirm_kills": True}
+    settings = {"max_children": 1, "pytest_args": ["-q", "-p", "no:cacheprovider"], "timeout_multiplier": 3.0}
+    run = plain.run_plain("tiny", module, settings, tmp_path / "stage", ["tests/"], root=tiny_repo)
+    assert [v["status"] for _, v in sorted(run["mutants"].items())] == ["survived", "survived"]
+    # The clean run, the first mutant's failed run and its confirming run, the second mutant's run.
+    assert counter.read_text() == "4"
