@@ -4,7 +4,11 @@ value a correct implementation must give."""
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +19,8 @@ import ttscale.scaling.sleeptime as sleeptime
 import ttscale.search.tree as tree_module
 import ttscale.stats.proportions as proportions
 from ttscale.allocsearch.trials import Trial
+from ttscale.runstore.runs import ForeignRecordsWarning, read_run
+from ttscale.schema import Problem
 
 
 def test_a_step_that_is_a_prefix_of_a_sibling_shares_all_its_tokens() -> None:
@@ -77,3 +83,32 @@ def test_seen_keys_keeps_each_points_first_trial() -> None:
                                cost=lambda a: 1.0, total_budget=10.0)
     first, again = _trial(0, 0.5, {"n": 1}), _trial(1, 0.9, {"n": 1})
     assert proposers.seen_keys(space, [first, again]) == {(1,): first}
+
+
+class _NumberedTask:
+    """A task whose problems are numbered "1", "2", "3" (as a dataset's integer ids become problem ids)."""
+
+    def problems(self) -> list[Problem]:
+        return [Problem(id=str(i), question=f"{i} + 1?", reference=str(i + 1)) for i in (1, 2, 3)]
+
+    def config(self) -> dict[str, Any]:
+        return {}
+
+
+def _load_numbered(spec: str, **options: Any) -> _NumberedTask:
+    return _NumberedTask()
+
+
+def test_records_with_integer_ids_belong_to_the_problems_of_those_numbers(tmp_path: Path) -> None:
+    # results.jsonl may hold an id as a JSON number (the record check accepts a whole number): 1 is problem "1" of
+    # the run's task, and only 9, which the task does not have, is left out.
+    run = Path(shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "real_runs" / "sc-n4", tmp_path / "run"))
+    lines = (run / "results.jsonl").read_text().splitlines()[:4]
+    records = [dict(json.loads(line), id=number) for line, number in zip(lines, (1, 2, 3, 9), strict=True)]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    config = json.loads((run / "config.json").read_text())
+    config["identity"] = {**config["identity"], "task": {"spec": "numbered", "options": {}}, "limit": None}
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.warns(ForeignRecordsWarning, match=r": 1 record of problems not in the run's task left out"):
+        data = read_run(run, tasks=_load_numbered)
+    assert [r["id"] for r in data.records] == [1, 2, 3] and data.foreign == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -80,6 +81,25 @@ def test_heldout_runs_each_mutant_against_the_tests_that_import_its_module(
     assert (tiny_repo / "ttscale" / "tiny.py").read_text() == TINY  # the repository is never written to
 
 
+EQUIVALENT_ENTRY = ('file = "ttscale/budget.py"\n'
+                    'find = "ledger.reserved = max(0.0, ledger.reserved + amount)"\n'
+                    'replace = "ledger.reserved = max(0.0, amount + ledger.reserved)"\nwhy = "operands swapped"')
+
+
+def test_an_equivalent_mutant_is_counted_apart_with_its_reason_and_not_run(
+        tools: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, heldout = tools
+    listing, out = tmp_path / "heldout.toml", tmp_path / "out.json"
+    listing.write_text(f'[[mutant]]\n{EQUIVALENT_ENTRY}\nequivalent = "float addition commutes"\n')
+    assert heldout.main(["--list", str(listing), "--stage", str(tmp_path / "stage"), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "equivalent ttscale/budget.py" in printed and "(float addition commutes)" in printed
+    assert printed.rstrip().endswith("(1 equivalent, not run)") and "killed: 0/0 in" in printed
+    (row,) = json.loads(out.read_text())
+    assert (row["status"], row["equivalent"]) == ("equivalent", "float addition commutes")
+    assert not (tmp_path / "stage").exists()  # nothing to run: no staging copy either
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
@@ -88,8 +108,9 @@ def test_heldout_runs_each_mutant_against_the_tests_that_import_its_module(
         ('file = "ttscale/budget.py"\nfind = "return"\nreplace = "x"\nwhy = "w"', "must occur once"),
         ('file = "ttscale/nothing.py"\nfind = "a"\nreplace = "b"\nwhy = "w"', "no file ttscale/nothing.py"),
         ('file = "ttscale/budget.py"\nfind = "a"\nreplace = "b"', "lacks why"),
+        (f'{EQUIVALENT_ENTRY}\nequivalent = " "', "mutant 1: equivalent must say why no input tells it apart"),
     ],
-    ids=["absent", "ambiguous", "no_file", "no_reason"],
+    ids=["absent", "ambiguous", "no_file", "no_reason", "equivalent_without_reason"],
 )
 def test_a_list_that_cannot_be_applied_is_one_line_and_exit_2(
         tools: tuple[ModuleType, ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -101,3 +122,26 @@ def test_a_list_that_cannot_be_applied_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("heldout: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "stage").exists()  # refused before anything ran
+
+
+FLAKY_TEST = (  # fails on the second run of the session only (the first after the clean run), then never again
+    "import os\nfrom pathlib import Path\n\n\ndef test_flaky():\n"
+    "    counter = Path(os.environ['TTSCALE_FLAKY_COUNTER'])\n"
+    "    runs = int(counter.read_text() or 0) + 1 if counter.exists() else 1\n"
+    "    counter.write_text(str(runs))\n    assert runs != 2\n")
+
+
+def test_a_plain_kill_counts_only_if_it_repeats_under_confirm_kills(
+        tools: tuple[ModuleType, ModuleType], tiny_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mutmut", reason="mutmut is installed by `make mutation` (the `mutation` extra)")
+    plain, _ = tools
+    (tiny_repo / "tests" / "test_flaky.py").write_text(FLAKY_TEST)
+    counter = tmp_path / "runs"
+    monkeypatch.setenv("TTSCALE_FLAKY_COUNTER", str(counter))
+    # dec's two mutants: no test checks dec, so each survives; the first one's run fails once on its own.
+    module = {"file": "ttscale/tiny.py", "functions": ["dec"], "confirm_kills": True}
+    settings = {"max_children": 1, "pytest_args": ["-q", "-p", "no:cacheprovider"], "timeout_multiplier": 3.0}
+    run = plain.run_plain("tiny", module, settings, tmp_path / "stage", ["tests/"], root=tiny_repo)
+    assert [v["status"] for _, v in sorted(run["mutants"].items())] == ["survived", "survived"]
+    # The clean run, the first mutant's failed run and its confirming run, the second mutant's run.
+    assert counter.read_text() == "4"

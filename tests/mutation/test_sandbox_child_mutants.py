@@ -7,14 +7,22 @@ of what was dropped when the output arrives as the candidate exits, a NUL in a f
 
 from __future__ import annotations
 
+import errno
 import os
+from typing import Any
 
 import pytest
 
 import ttscale.sandbox.sandbox as sandbox_module
 from tests.sandbox.conftest import SQUARE, SQUARE_TEST
 from ttscale.sandbox import Limits
-from ttscale.sandbox._isolation import IsolationError, _wait_for_maps
+from ttscale.sandbox._isolation import (
+    IsolationError,
+    _drop_capabilities,
+    _wait_for_maps,
+    become_subreaper,
+    die_with_parent,
+)
 from ttscale.sandbox.sandbox import execute
 
 LIMITS = Limits(wall_seconds=10.0, cpu_seconds=1.0, memory_mib=512, processes=8, output_kib=16)
@@ -159,3 +167,120 @@ def test_a_parent_that_could_not_write_the_id_maps_stops_the_candidate_with_that
     _wait_for_maps(read_end)
     with pytest.raises(OSError):
         os.fstat(read_end)
+
+
+def test_kernel_time_counts_toward_the_cpu_limit_that_reads_a_sigkill() -> None:
+    # A SIGKILL with the candidate's CPU time at its (whole-second) limit is read as the CPU limit's kill. The
+    # candidate ignores SIGXCPU and spends its one second mostly in the kernel (reading /dev/zero), then is killed:
+    # the CPU time its init reports is user + system time, at the limit, not the user time alone.
+    program = ("import os, signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nbuf = bytearray(1 << 22)\n"
+               "zero = open('/dev/zero', 'rb', buffering=0)\nwhile sum(os.times()[:2]) < 1.0:\n"
+               "    zero.readinto(buf)\nt = os.times()\nprint(t.system > t.user, flush=True)\n"
+               "os.kill(os.getpid(), signal.SIGKILL)\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.output == "True\n", execution  # the kernel's share was the larger one
+    assert (execution.status, execution.reason) == ("timeout", "CPU limit of 1.0 s: killed by SIGKILL")
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits", "bare"])
+def test_the_candidates_stdin_is_dev_null(level: str) -> None:
+    # fd 0 is /dev/null (character device 1:3), never a pipe of the supervisor's, at every level.
+    program = ("import os, stat\ns = os.fstat(0)\n"
+               "print(stat.S_ISCHR(s.st_mode), os.major(s.st_rdev), os.minor(s.st_rdev))\n")
+    execution = execute(level, LIMITS, program, "", None)
+    assert (execution.status, execution.output) == ("passed", "True 1 3\n"), execution
+
+
+def test_a_sigkill_at_the_cpu_limit_less_its_margin_is_the_cpu_limit() -> None:
+    # The verdict on a SIGKILL reads the CPU time: at or over the whole-second limit less 0.05 s it is the
+    # kernel's kill at the CPU limit, below it a crash. 1.5 s rounds up to a limit of 2: the margin starts at 1.95.
+    from ttscale.sandbox._supervisor import _verdict
+
+    limits = {"cpu_seconds": 1.5, "wall_seconds": 10.0}
+    killed = 9  # a wait status: terminated by SIGKILL (signal 9), no core
+    assert _verdict(False, killed, 1.95, b"", b"", limits) == ("timeout", "CPU limit of 1.5 s: killed by SIGKILL")
+    assert _verdict(False, killed, 1.94, b"", b"", limits) == ("crashed", "killed by SIGKILL")
+    assert _verdict(False, 24, 0.0, b"", b"", limits) == ("timeout", "CPU limit of 1.5 s: killed by SIGXCPU")
+
+
+class _Libc:
+    """libc for `_drop_capabilities`, called in this process: records each call; `failing` names the call that
+    returns -1 with errno EPERM."""
+
+    def __init__(self, failing: str = "") -> None:
+        self.failing = failing
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def words(self, *values: int) -> tuple[int, ...]:
+        return values
+
+    def errno(self) -> int:
+        return errno.EPERM
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any) -> int:
+            self.calls.append((name, args))
+            return -1 if name == self.failing else 0
+        return call
+
+
+def test_dropping_capabilities_clears_all_three_sets_then_forbids_new_privileges() -> None:
+    # capset(2) with _LINUX_CAPABILITY_VERSION_3 (0x20080522) for this process (pid 0) and two 32-bit halves of
+    # each set {effective, permitted, inheritable}, all 0; then PR_SET_NO_NEW_PRIVS (38) = 1. A failure names the
+    # call, since that line is all a refused sandbox start gives back.
+    libc = _Libc()
+    _drop_capabilities(libc)  # type: ignore[arg-type]
+    assert libc.calls == [("capset", ((0x20080522, 0), (0, 0, 0, 0, 0, 0))), ("prctl", (38, 1, 0, 0, 0))]
+    with pytest.raises(IsolationError, match=r"^capset: Operation not permitted$"):
+        _drop_capabilities(_Libc("capset"))  # type: ignore[arg-type]
+    with pytest.raises(IsolationError, match=r"^prctl\(no_new_privs\): Operation not permitted$"):
+        _drop_capabilities(_Libc("prctl"))  # type: ignore[arg-type]
+
+
+def test_the_namespaced_candidates_tmp_is_its_only_writable_place_and_noexec() -> None:
+    # /tmp, the working directory, is writable but nosuid, nodev and noexec: nothing written there runs.
+    program = ("import os\nfor line in open('/proc/self/mountinfo'):\n    if line.split()[4] == '/tmp':\n"
+               "        print(line.split()[5])\nprint(os.getcwd())\n"
+               "open('/tmp/run.sh', 'w').write('#!/bin/sh\\n')\nos.chmod('/tmp/run.sh', 0o755)\n"
+               "try:\n    os.execv('/tmp/run.sh', ['run.sh'])\nexcept PermissionError:\n    print('refused')\n")
+    execution = execute("namespaces", LIMITS, program, "", None)
+    assert execution.passed, execution
+    options, cwd, refused = execution.output.splitlines()
+    assert {"rw", "nosuid", "nodev", "noexec"} <= set(options.split(","))
+    assert (cwd, refused) == ("/tmp", "refused")
+
+
+def test_the_death_signal_and_the_subreaper_are_asked_for_with_their_prctl_words() -> None:
+    # prctl(PR_SET_PDEATHSIG = 1, SIGKILL = 9, 0, 0, 0) and prctl(PR_SET_CHILD_SUBREAPER = 36, 1, 0, 0, 0); a refusal
+    # names the call. This process's parent is alive: die_with_parent returns.
+    libc = _Libc()
+    die_with_parent(libc, os.getppid())  # type: ignore[arg-type]
+    become_subreaper(libc)  # type: ignore[arg-type]
+    assert libc.calls == [("prctl", (1, 9, 0, 0, 0)), ("prctl", (36, 1, 0, 0, 0))]
+    with pytest.raises(IsolationError, match=r"^prctl\(pdeathsig\): Operation not permitted$"):
+        die_with_parent(_Libc("prctl"), os.getppid())  # type: ignore[arg-type]
+    with pytest.raises(IsolationError, match=r"^prctl\(child_subreaper\): Operation not permitted$"):
+        become_subreaper(_Libc("prctl"))  # type: ignore[arg-type]
+
+
+def test_an_unprivileged_supervisor_maps_only_its_own_ids_after_denying_setgroups(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not root (uid 1234, gid 5678): one unshare of the user, pid, net and IPC namespaces, then "deny" to setgroups
+    # (the kernel takes a gid map from an unprivileged process only after it), then the candidate's id 1000 mapped
+    # to its own uid and gid, one id each. Nothing is left to wait for (no helper): None. The writes are recorded,
+    # not made (this process is root and must keep its namespaces).
+    import ttscale.sandbox._isolation as isolation
+
+    writes: list[tuple[str, str]] = []
+    monkeypatch.setattr(isolation.os, "geteuid", lambda: 1234)
+    monkeypatch.setattr(isolation.os, "getuid", lambda: 1234)
+    monkeypatch.setattr(isolation.os, "getgid", lambda: 5678)
+    monkeypatch.setattr(isolation, "_write", lambda path, text: writes.append((path, text)))
+    libc = _Libc()
+    assert isolation.enter_namespaces(libc) is None  # type: ignore[arg-type]
+    new = isolation.CLONE_NEWUSER | isolation.CLONE_NEWPID | isolation.CLONE_NEWNET | isolation.CLONE_NEWIPC
+    assert libc.calls == [("unshare", (new,))]
+    assert writes == [("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", "1000 1234 1"),
+                      ("/proc/self/gid_map", "1000 5678 1")]
+    with pytest.raises(IsolationError, match=r"^unshare\(user, pid, net, ipc\): Operation not permitted$"):
+        isolation.enter_namespaces(_Libc("unshare"))  # type: ignore[arg-type]

@@ -42,6 +42,21 @@ def test_a_line_past_the_source_is_named_without_text() -> None:
     assert _describe(error, {"<program>": "a\nb\n"}) == "ZeroDivisionError: division by zero (program line 3)"
 
 
+def test_line_zero_is_named_without_text() -> None:
+    # Code a candidate rebuilt with its first line at 0 raises "at line 0", which no source has: the number only,
+    # not the source's last line (lines[-1]).
+    program = "def solve(x):\n    return x\nlast = 'the last line'\n"
+    code = compile("1 / 0", "<program>", "exec").replace(co_firstlineno=0)
+    try:
+        exec(code, {})
+    except ZeroDivisionError as error:
+        assert error.__traceback__ is not None and error.__traceback__.tb_next is not None
+        assert error.__traceback__.tb_next.tb_lineno == 0  # what the innermost frame reports
+        assert _describe(error, {"<program>": program}) == "ZeroDivisionError: division by zero (program line 0)"
+    else:
+        raise AssertionError("no error")
+
+
 def test_an_empty_line_is_named_without_text() -> None:
     source = "def f():\n    raise ValueError('v')\n"
     error = _raised(source, "<test>", "f()")

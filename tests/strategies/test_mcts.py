@@ -373,3 +373,30 @@ def test_params_from_python_are_validated_too() -> None:
     assert [MCTSParams(selection=rule).c for rule in ("llm_reasoners", "uct", "puct")] == [1.0, 1.0, 1.0]
     assert MCTSParams(selection="uct", c_puct=2.0).c == 2.0
     assert MCTSParams(c_base=1.5).c_base == 1.5  # any base ≥ 1
+
+
+class _Growing:
+    """A script (ScriptedSteps reads it with `.get`): the root's steps are a finished solution, `end(4)`, and an
+    open step X; below X every path goes on with two open steps, forever."""
+
+    def get(self, path: tuple[str, ...]) -> list[str] | None:
+        if not path:
+            return [end(4), "X"]
+        return [f"X{len(path)}a", f"X{len(path)}b"] if path[0] == "X" else None
+
+
+def test_revisits_that_are_not_in_a_row_do_not_settle_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    # UCT with c = 2, k = 2: the finished end(4) (value .9) is revisited in runs, each run broken by a walk into
+    # X's subtree (value .5), which always ends at a new open leaf and expands it (6 generated tokens). The runs
+    # stay shorter than SETTLED, so the search goes on until the budget ends it, though it revisits end(4) far
+    # more than SETTLED times in all: SETTLED counts revisits in a row, not in all.
+    monkeypatch.setattr("ttscale.strategies.mcts.load_verifier", lambda spec: ScoreTable({end(4): 0.9}))
+    engine = ScriptedSteps(_Growing())  # type: ignore[arg-type]
+    ctx = make_context(engine, 200)
+    p = parse_params(MCTSParams, {"expand": "2", "selection": "uct", "c_puct": "2"})
+    answer = asyncio.run(STRATEGIES.get("mcts")(ctx.problem, ctx, p))
+    info, ledger = answer.info, ctx.ledger.to_dict()
+    revisits = info["root_visits"][0] - 1  # every visit of end(4) after its first
+    assert revisits >= 2 * SETTLED and not info["settled"], info
+    assert ledger["spent"] > 200 - 6, ledger  # stopped by the budget: less than one expansion was left
+    assert answer.prediction == "4"

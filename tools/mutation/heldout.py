@@ -10,7 +10,9 @@ tree) and the fast tests that mention its module run there: every test file unde
 (``ttscale.stats.paired`` or ``from ttscale.stats import paired``; a benchmark script's module by its name), and for
 a file ``config.toml`` mutates in plain mode (the sandbox's harness, which runs only in its child and which tests
 reach through executions, not imports) the tests listed there. A mutant is killed when a test fails (or the tests
-run past ``timeout`` seconds); the rest survive. ``--survivors-of`` runs again only an earlier run's survivors.
+run past ``timeout`` seconds); the rest survive. ``--survivors-of`` runs again only an earlier run's survivors. A
+mutant with ``equivalent = "..."`` (why no input a run can be given tells it apart) is still checked against its file
+but not run, and is counted apart, as ``equivalent.toml`` does for mutmut's.
 
 Usage: python tools/mutation/heldout.py [--list FILE] [--stage DIR] [--json OUT] [FILE_SUBSTRING ...]
 """
@@ -62,6 +64,8 @@ def load_list(path: Path, *, root: Path = ROOT) -> tuple[list[dict], dict]:
             raise ListError(f"{path}: mutant {i}: `{m['find']}` occurs {count} times in {m['file']}, must occur once")
         if m["find"] == m["replace"] or "\n" in m["find"] or "\n" in m["replace"]:
             raise ListError(f"{path}: mutant {i}: find and replace must differ and be one line each")
+        if "equivalent" in m and not (isinstance(m["equivalent"], str) and m["equivalent"].strip()):
+            raise ListError(f"{path}: mutant {i}: equivalent must say why no input tells it apart")
     return mutants, {k: v for k, v in data.items() if k != "mutant"}
 
 
@@ -156,7 +160,11 @@ def main(argv: list[str] | None = None) -> int:
                     and earlier[(m["file"], m["find"])]["status"] in ("killed", "timeout")]
             done = {(r["file"], r["find"]) for r in kept}
             mutants = [m for m in mutants if (m["file"], m["find"]) not in done]
-        rows = kept + run_list(mutants, settings, config, stage_root=args.stage, workers=max(1, args.workers))
+        # Equivalent mutants are not run: each keeps its reason, and is counted apart from the scored ones.
+        apart = [{**m, "status": "equivalent"} for m in mutants if m.get("equivalent")]
+        mutants = [m for m in mutants if not m.get("equivalent")]
+        rows = kept + (run_list(mutants, settings, config, stage_root=args.stage, workers=max(1, args.workers))
+                       if mutants else [])
     except ListError as error:
         print(f"heldout: {error}", file=sys.stderr)
         return 2
@@ -164,9 +172,13 @@ def main(argv: list[str] | None = None) -> int:
         print("heldout: pytest collected no tests for some mutants (marked NO TESTS)", file=sys.stderr)
         return 2
     killed = sum(r["status"] in ("killed", "timeout") for r in rows)
-    print(f"held-out mutants killed: {killed}/{len(rows)} in {(time.monotonic() - start) / 60:.1f} min")
+    for row in apart:
+        print(f"{'equivalent':9} {row['file']}  {row['find'].strip()} -> {row['replace'].strip()}  "
+              f"({row['equivalent']})", flush=True)
+    print(f"held-out mutants killed: {killed}/{len(rows)} in {(time.monotonic() - start) / 60:.1f} min"
+          + (f" ({len(apart)} equivalent, not run)" if apart else ""))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        args.json.write_text(json.dumps(rows + apart, indent=1) + "\n")
     return 0
 
 

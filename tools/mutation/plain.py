@@ -173,7 +173,7 @@ def run_tests(stage: Path, tests: list[str], pytest_args: list[str], *, timeout:
 
 
 def run_plain(name: str, module: dict, settings: dict, stage_root: Path, tests: list[str], *,
-              previous: dict | None = None) -> dict:
+              previous: dict | None = None, root: Path = ROOT) -> dict:
     """Every (or a sample of the) mutant of ``module['file']`` against ``tests``, ``max_children`` at a time, each
     worker in its own staging copy. Returns the result in run.py's shape, with "mode", "population", "sample".
 
@@ -181,7 +181,7 @@ def run_plain(name: str, module: dict, settings: dict, stage_root: Path, tests: 
     only the others run again; tests were only added since, so a killed mutant stays killed (run.py's
     ``--survivors-only``, for the sandbox's slow tests)."""
     repo_path = module["file"]
-    source = (ROOT / repo_path).read_text()
+    source = (root / repo_path).read_text()
     mutants = make_mutants(repo_path, source, functions=tuple(module.get("functions", ())))
     chosen = sample_names(list(mutants), size=module.get("sample"), seed=int(module.get("seed", 45)))
     results: dict[str, dict[str, str]] = {}
@@ -193,7 +193,7 @@ def run_plain(name: str, module: dict, settings: dict, stage_root: Path, tests: 
     workers = max(1, int(settings["max_children"]))
     stages: queue.Queue[Path] = queue.Queue()
     for i in range(workers):
-        build_copy(stage_root / name / f"w{i}")
+        build_copy(stage_root / name / f"w{i}", root=root)
         stages.put(stage_root / name / f"w{i}")
     target = installed_path(repo_path)
     pytest_args = list(settings["pytest_args"])
@@ -212,6 +212,10 @@ def run_plain(name: str, module: dict, settings: dict, stage_root: Path, tests: 
         try:
             (stage / target).write_text(mutants[mutant]["source"])
             status, _ = run_tests(stage, tests, pytest_args, timeout=timeout)
+            if status == "killed" and module.get("confirm_kills"):
+                # A kill must repeat: on a loaded machine a test with a wall-clock limit (the sandbox's hostile
+                # corpus) can fail once on its own, and would count an equivalent mutant killed.
+                status, _ = run_tests(stage, tests, pytest_args, timeout=timeout)
         finally:
             (stage / target).write_text(source)
             stages.put(stage)
