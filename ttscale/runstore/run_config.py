@@ -23,11 +23,28 @@ if TYPE_CHECKING:
 
 class Prepared(Protocol):
     """What the run store reads of a prepared run (`ttscale.runner.Prepared`, handed down by the running layer
-    above, which the run store never imports): its spec, stored as config.json's `spec`, and its identity."""
+    above, which the run store never imports): its spec, stored as config.json's `spec`, its identity, and what
+    summary.json states (`ttscale.runstore.writer`)."""
 
     @property
     def spec(self) -> Any:
         """The run's `ttscale.run_spec.RunSpec` (a dataclass)."""
+
+    @property
+    def problems(self) -> Sequence[Any]:
+        """The run's problems (each with an `id`)."""
+
+    @property
+    def strategy_name(self) -> str:
+        """The strategy's registered name."""
+
+    @property
+    def budget(self) -> Any:
+        """The budget per problem (a `ttscale.budget.Budget`)."""
+
+    @property
+    def total(self) -> Any:
+        """The budget over the whole run (a `Budget`), or None."""
 
     def identity(self) -> dict[str, Any]:
         """The part of config.json that must match for `--resume`."""
