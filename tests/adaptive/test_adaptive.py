@@ -99,7 +99,7 @@ def test_a_total_budget_is_never_exceeded(
         run_dir = RunDir(Path(tmp) / "run")
 
         async def go() -> dict[str, Any]:
-            with RunWriter(run_dir, prepared, new=False) as writer:
+            with RunWriter(run_dir, prepared, stored={}) as writer:
                 return await execute(sim, writer, progress=False)
 
         summary = asyncio.run(go())
@@ -162,7 +162,7 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
     run_dir = RunDir(tmp_path / "run")
 
     async def go() -> dict[str, Any]:
-        with RunWriter(run_dir, prepared, new=False) as writer:
+        with RunWriter(run_dir, prepared, stored={}) as writer:
             return await execute(sync_engine.engine, writer, progress=False)
 
     summary = sync_engine.loop.run(go())

@@ -201,7 +201,7 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
         async with WorkerPool(prepared=prepared, config=DistributedConfig(workers=2)) as pool:
             # First 8 of the problems one at a time: each alone in its engine's batch.
             first = replace(prepared, problems=prepared.problems[:ALONE])
-            with RunWriter(RunDir(tmp_path / "c1"), first, new=False) as one:
+            with RunWriter(RunDir(tmp_path / "c1"), first, stored={}) as one:
                 await run_problems(one, pool.solve, concurrency=1, progress=False)
             # Then all 16 at once over the two workers, one of them killed mid-run: the survivor takes the dead
             # one's problems into batches of its own.
@@ -219,7 +219,7 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
                 os.kill(seen["pid"], signal.SIGKILL)  # a crash, not a polite stop
 
             killer = asyncio.ensure_future(kill_one_in_flight())
-            with RunWriter(run_dir, prepared, new=False) as writer:
+            with RunWriter(run_dir, prepared, stored={}) as writer:
                 await run_problems(writer, pool.solve, concurrency=16, progress=False)
             await killer
             seen["resent"] = pool.resent

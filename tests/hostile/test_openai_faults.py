@@ -336,7 +336,7 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     sim = SeededSimulator(seed=1, p_correct=0.5)
 
     async def go() -> dict:
-        with RunWriter(run, prepared, new=False) as writer:
+        with RunWriter(run, prepared, stored={}) as writer:
             return await execute(sim, writer, progress=False)
 
     summary = asyncio.run(go())

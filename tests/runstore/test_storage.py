@@ -97,7 +97,7 @@ def test_a_resume_parses_each_finished_line_once(tmp_path: Path, monkeypatch: py
         return {"id": problem.id, "correct": False, "ledger": {"spent": 2.0}}
 
     resumed = RunDir(tmp_path)  # as `ttscale run --resume` opens it
-    with RunWriter(resumed, prepared, new=False) as writer:
+    with RunWriter(resumed, prepared, stored={}) as writer:
         assert len(resumed.records()) == 39
         summary = asyncio.run(run_problems(writer, solver, concurrency=4, progress=False))
     assert summary["problems"] == 40 and summary["resumed"]

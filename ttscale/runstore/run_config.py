@@ -58,9 +58,10 @@ RunSpec = Any
 def write_config(
     run_dir: RunDir, prepared: Prepared, engine: EngineClient | dict[str, Any] | None = None,
     argv: list[str] | None = None,
-) -> None:
-    """Write config.json. Called before the engine starts (engine None), so a run killed while its
-    engine starts can already be resumed; `record_engine` adds the engine's description once it runs."""
+) -> dict[str, Any]:
+    """Write config.json, and return what it holds (today's shape). Called before the engine starts (engine None), so
+    a run killed while its engine starts can already be resumed; `record_engine` adds the engine's description once
+    it runs."""
     from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
@@ -68,26 +69,26 @@ def write_config(
     if public_url is not None:  # never a user:password or a query value from the URL (a served model's)
         spec["server"]["base_url"] = public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
-    run_dir.write_config(
-        {
-            "identity": json.loads(json.dumps(prepared.identity(), default=str)),
-            "spec": spec,
-            "environment": {
-                "ttscale_version": __version__,
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "engine": info,
-            },
-            "command": redact_argv(argv if argv is not None else sys.argv),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    config = {
+        "identity": json.loads(json.dumps(prepared.identity(), default=str)),
+        "spec": spec,
+        "environment": {
+            "ttscale_version": __version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "engine": info,
         },
-    )
+        "command": redact_argv(argv if argv is not None else sys.argv),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    run_dir.write_config(config)
+    return config
 
 
-def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
-    """Add the started engine's description (versions, settings) to config.json (an older version's config is
+def record_engine(run_dir: RunDir, info: dict[str, Any], *, config: dict[str, Any]) -> None:
+    """Add the started engine's description (versions, settings) to `config`, config.json as its writer holds it
+    (written, or read in today's shape, by this run: not read again), and write it (an older version's config is
     written back in today's shape and version: it was read in it)."""
-    config = run_dir.read_config()
     config.setdefault("environment", {})["engine"] = info
     run_dir.write_config(config)
 

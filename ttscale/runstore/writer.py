@@ -61,20 +61,20 @@ def open_run(path: str | Path, *, resume: bool | None, prepare: Callable[[dict[s
     prepared = prepare(stored)
     if stored is not None:
         check_resume(run_dir, prepared, config=stored)
-    return RunWriter(run_dir, prepared, new=stored is None, argv=argv, engine=engine, engine_log=engine_log,
-                     recorded=bool(((stored or {}).get("environment") or {}).get("engine")))
+    return RunWriter(run_dir, prepared, stored=stored, argv=argv, engine=engine, engine_log=engine_log)
 
 
 class RunWriter(Generic[P]):
     """A run's folder held open for writing (a context manager): its records, engine and summary."""
 
-    def __init__(self, run_dir: RunDir, prepared: P, *, new: bool, recorded: bool = False,
+    def __init__(self, run_dir: RunDir, prepared: P, *, stored: dict[str, Any] | None,
                  argv: list[str] | None = None, engine: dict[str, Any] | None = None,
                  engine_log: bool = False) -> None:
+        """`stored`: the resumed run's config.json (None: a new run, whose config.json entering writes)."""
         self.path = run_dir.path
         self.prepared = prepared
         """The run, as `open_run`'s `prepare` made it."""
-        self.new = new
+        self.new = stored is None
         """A new run (not a resumed one): one that finished nothing is removed on a failure."""
         self.engine_log: Path | None = run_dir.path / ENGINE_LOG if engine_log else None
         """Where the engine's output goes (None: this terminal, or no engine started here)."""
@@ -85,7 +85,8 @@ class RunWriter(Generic[P]):
         self.spent = 0.0
         """What the run's finished problems, and its attempts a server fault cut short, spent (read on entering)."""
         self._dir = run_dir
-        self._recorded = recorded or engine is not None
+        self._config = stored
+        self._recorded = engine is not None or bool(((stored or {}).get("environment") or {}).get("engine"))
         self._argv = argv
         self._engine = engine
         self._held = ExitStack()
@@ -97,7 +98,7 @@ class RunWriter(Generic[P]):
         self._held.enter_context(self._dir.open_for_writing())
         try:
             if self.new:  # before any engine starts: a run killed while its engine starts can be resumed
-                write_config(self._dir, self.prepared, self._engine, argv=self._argv)
+                self._config = write_config(self._dir, self.prepared, self._engine, argv=self._argv)
             for name, path in ((ENGINE_LOG, self.engine_log), (STAGES, self.stages)):
                 if path is not None and not path.exists():
                     self._dir.claim(name)  # made by this run, if at all: a discarded run removes it
@@ -124,7 +125,7 @@ class RunWriter(Generic[P]):
         """config.json records the engine the run started (its versions and settings), unless it records one
         already (a resumed run's, or one written with its engine)."""
         if not self._recorded:
-            record_engine(self._dir, description)
+            record_engine(self._dir, description, config=self._config or {})  # as written or read: not read again
             self._recorded = True
 
     async def record(self, record: dict[str, Any]) -> None:
