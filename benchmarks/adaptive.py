@@ -42,6 +42,7 @@ from ttscale.routing.policy import LearnOptions, Policy, candidate_key
 from ttscale.routing.total_budget import Allocator, with_total_budget
 from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import RunWriter
 from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, learn_from_sweep
 from ttscale.sweeps.outcomes import load_results, outcomes
@@ -117,8 +118,8 @@ def run_live(sync: BlockingEngine, test: SweepSpec, policy: Path, where: Path, a
             prepared = with_total_budget(prepared, Budget(limit=total), problems=len(prepared.problems))
 
         async def go() -> None:
-            with run_dir.open_for_writing():
-                await execute(prepared, sync.engine, run_dir, progress=False)
+            with RunWriter(run_dir, prepared, stored={}) as writer:
+                await execute(sync.engine, writer, progress=False)
 
         sync.loop.run(go())
     records = {r["id"]: r for r in run_dir.records()}

@@ -50,6 +50,7 @@ from provenance import provenance, provenance_line
 from ttscale.pipeline import execute
 from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import RunWriter
 from ttscale.testing import LatencyConfig, LatencyEngine, LatencyModel
 
 POOL = ("best_of_n", "self_consistency")
@@ -147,8 +148,8 @@ async def run_once(spec: RunSpec, model: LatencyModel, out: Path, *, label: str 
     run_dir = RunDir(out)
     start = time.perf_counter()
     try:
-        with run_dir.open_for_writing():
-            await execute(prepared, engine, run_dir, progress=False)
+        with RunWriter(run_dir, prepared, stored={}) as writer:  # no config.json: the harness alone is timed
+            await execute(engine, writer, progress=False)
     finally:
         await engine.close()
     seconds = time.perf_counter() - start
@@ -260,8 +261,8 @@ def ray_scaling(workers: list[int], *, problems: int) -> None:
             prepared = prepare(spec)
             config = DistributedConfig(workers=count, cpus_per_worker=cores / max(workers))
             start = time.perf_counter()
-            with run_dir.open_for_writing():
-                summary, _ = asyncio.run(on_workers(prepared, run_dir, config, progress=False))
+            with RunWriter(run_dir, prepared, stored={}) as writer:
+                summary = asyncio.run(on_workers(writer, config, progress=False))
             total = time.perf_counter() - start
         seconds = float(summary["wall_seconds"])  # the problems alone: Ray's and the workers' start apart
         rate = problems / seconds

@@ -42,6 +42,7 @@ from ttscale.engine.vllm import VLLMEngine
 from ttscale.pipeline import execute
 from ttscale.running.runner import RunSpec, prepare
 from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import RunWriter
 from ttscale.schema import SamplingParams as Params
 
 
@@ -75,8 +76,8 @@ async def through_ttscale(engine: VLLMEngine, spec: RunSpec) -> int:
     prepared = prepare(spec)
     with tempfile.TemporaryDirectory() as out:
         run_dir = RunDir(out)
-        with run_dir.open_for_writing():
-            summary = await execute(prepared, engine, run_dir, progress=False)
+        with RunWriter(run_dir, prepared, stored={}) as writer:  # no config.json: the harness alone is timed
+            summary = await execute(engine, writer, progress=False)
     return int(summary["total_generated_tokens"])
 
 

@@ -80,3 +80,14 @@ def test_a_sweeps_cells_are_written_by_the_pipeline(tmp_path: Path, writers: set
     assert len(cells) == 2 and all(len((c / "results.jsonl").read_text().splitlines()) == 2 for c in cells)
     # The sweep writes its own sweep.json (not a run's file); every cell's run files come from the pipeline.
     assert writers - {"ttscale.sweeps.run", "ttscale.sweeps.outcome"} == {"ttscale.pipeline"}
+
+
+def test_a_sweeps_replayed_cells_are_written_by_the_pipeline_too(tmp_path: Path, writers: set[str]) -> None:
+    """A cell derived from its source's samples (a smaller budget) goes through the same writer as a cell run live."""
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--strategy", "self_consistency max_tokens=32", "--budgets", "64,128", "--limit", "2",
+            "--task", "arithmetic", "--out", str(out)]
+    assert main(argv) == 0
+    derived = [c for c in sorted((out / "cells").iterdir()) if "derived_from" in (c / "summary.json").read_text()]
+    assert len(derived) == 1 and len((derived[0] / "results.jsonl").read_text().splitlines()) == 2
+    assert writers - {"ttscale.sweeps.run", "ttscale.sweeps.outcome"} == {"ttscale.pipeline"}

@@ -10,23 +10,21 @@ import pytest
 
 from ttscale.pipeline import execute
 from ttscale.running.runner import RunSpec, prepare
-from ttscale.runstore.run_config import check_resume, write_config
-from ttscale.runstore.storage import RESULTS, RunDir, RunDirError
+from ttscale.runstore.storage import RESULTS, RunDirError
+from ttscale.runstore.writer import open_run
 
 pytestmark = pytest.mark.slow
 
 
 def run(sync_engine: Any, spec: RunSpec, out: Path, *, resume: bool = False) -> dict[str, Any]:
     prepared = prepare(spec)
-    run_dir = RunDir(out)
-    if resume:
-        check_resume(run_dir, prepared)
+    # As the run pipeline opens it: a resumed run's identity checked, a new run's config.json with its engine.
+    writer = open_run(out, resume=resume, prepare=lambda stored: prepared, argv=["test"],
+                      engine=sync_engine.engine.describe())
 
     async def go() -> dict[str, Any]:
-        with run_dir.open_for_writing():
-            if not resume:
-                write_config(run_dir, prepared, sync_engine.engine, argv=["test"])
-            return await execute(prepared, sync_engine.engine, run_dir, progress=False)
+        with writer:
+            return await execute(sync_engine.engine, writer, progress=False)
 
     result: dict[str, Any] = sync_engine.loop.run(go())
     return result
@@ -75,7 +73,7 @@ def test_resume_refuses_a_different_run(sync_engine: Any, tmp_path: Path) -> Non
         strategy="self_consistency", budget="700", task="arithmetic", limit=5, params={"max_tokens": "96"}
     )
     with pytest.raises(RunDirError, match=r"differs in budget: stored \{\"limit\": 600.0"):
-        check_resume(RunDir(tmp_path), prepare(other))
+        open_run(tmp_path, resume=True, prepare=lambda stored: prepare(other))  # before anything is locked
 
 
 def test_a_failing_strategy_is_recorded_not_fatal(

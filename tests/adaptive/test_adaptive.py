@@ -22,6 +22,7 @@ from ttscale.routing.policy import Policy
 from ttscale.routing.total_budget import with_total_budget
 from ttscale.running.runner import solve
 from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import RunWriter
 from ttscale.strategies.adaptive import AdaptiveParams
 
 PROBE = ProbeSettings(n=2, max_tokens=48)
@@ -98,8 +99,8 @@ def test_a_total_budget_is_never_exceeded(
         run_dir = RunDir(Path(tmp) / "run")
 
         async def go() -> dict[str, Any]:
-            with run_dir.open_for_writing():
-                return await execute(prepared, sim, run_dir, progress=False)
+            with RunWriter(run_dir, prepared, stored={}) as writer:
+                return await execute(sim, writer, progress=False)
 
         summary = asyncio.run(go())
         records = run_dir.records()
@@ -161,8 +162,8 @@ def test_total_budget_on_the_real_engine(sync_engine: Any, tmp_path: Path) -> No
     run_dir = RunDir(tmp_path / "run")
 
     async def go() -> dict[str, Any]:
-        with run_dir.open_for_writing():
-            return await execute(prepared, sync_engine.engine, run_dir, progress=False)
+        with RunWriter(run_dir, prepared, stored={}) as writer:
+            return await execute(sync_engine.engine, writer, progress=False)
 
     summary = sync_engine.loop.run(go())
     records = run_dir.records()

@@ -41,11 +41,11 @@ def test_settings_come_from_the_file_and_flags_win(tmp_path: Path, name: str) ->
         path.write_text(YAML)
     argv = ["run", "--config", str(path), "--limit", "2", "--param", "n=8", "--out", str(tmp_path / "out")]
     args = build_parser().parse_args(argv)
-    spec, run_dir, resuming = build_spec(args)
+    spec, out, resuming = build_spec(args)
     assert (spec.strategy, spec.budget, spec.task, spec.seed) == ("self_consistency", "2k", "arithmetic:1-2", 7)
     assert spec.limit == 2  # the flag, not the file's 5
     assert spec.params == {"n": "8", "max_tokens": "64"}  # the flag's n, the file's max_tokens
     assert spec.engine.max_model_len == 1024 and spec.engine.seed == 7
     assert spec.backend == "openai" and spec.server is not None
     assert (spec.server.model, spec.server.tokenizer, spec.server.max_retries) == ("smol", "embedded", 2)
-    assert args.no_progress is True and run_dir.path == tmp_path / "out" and not resuming
+    assert args.no_progress is True and out == tmp_path / "out" and not resuming

@@ -323,6 +323,7 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     from ttscale.evals.arithmetic import ArithmeticTask
     from ttscale.pipeline import execute
     from ttscale.routing.total_budget import with_total_budget
+    from ttscale.runstore.writer import RunWriter
 
     problems = ArithmeticTask(levels=(1,), per_level=3).problems()
     base = prepared_for("self_consistency", 200, params={"n": "2", "max_tokens": "32"}, problems=problems)
@@ -335,8 +336,8 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     sim = SeededSimulator(seed=1, p_correct=0.5)
 
     async def go() -> dict:
-        with run.open_for_writing():
-            return await execute(prepared, sim, run, progress=False)
+        with RunWriter(run, prepared, stored={}) as writer:
+            return await execute(sim, writer, progress=False)
 
     summary = asyncio.run(go())
     assert prepared.pool is not None and prepared.pool.spent <= 300

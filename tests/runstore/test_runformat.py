@@ -197,7 +197,7 @@ def test_recording_the_engine_of_a_v1_run_writes_its_config_in_v2(tmp_path: Path
 
     run = copy("best_of_n", tmp_path)
     before = RunDir(run).read_config()
-    record_engine(RunDir(run), {"backend": "simulator", "seen": 1})
+    record_engine(RunDir(run), {"backend": "simulator", "seen": 1}, config=RunDir(run).read_config())
     assert raw_config(run)["format"] == FORMAT_VERSION
     assert RunDir(run).read_config() == {**before, "environment": {**before["environment"],
                                                                    "engine": {"backend": "simulator", "seen": 1}}}

@@ -84,6 +84,7 @@ def _counting_parser(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 def test_a_resume_parses_each_finished_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ttscale.pipeline import run_problems
     from ttscale.running.runner import RunSpec, prepare
+    from ttscale.runstore.writer import RunWriter
 
     run_dir = RunDir(tmp_path)
     prepared = prepare(RunSpec(strategy="self_consistency", task="arithmetic", limit=40))
@@ -96,9 +97,9 @@ def test_a_resume_parses_each_finished_line_once(tmp_path: Path, monkeypatch: py
         return {"id": problem.id, "correct": False, "ledger": {"spent": 2.0}}
 
     resumed = RunDir(tmp_path)  # as `ttscale run --resume` opens it
-    with resumed.open_for_writing():
+    with RunWriter(resumed, prepared, stored={}) as writer:
         assert len(resumed.records()) == 39
-        summary = asyncio.run(run_problems(prepared, resumed, solver, concurrency=4, progress=False))
+        summary = asyncio.run(run_problems(writer, solver, concurrency=4, progress=False))
     assert summary["problems"] == 40 and summary["resumed"]
     # Repair, finished ids, the summary's records, and the line appended: 39 + 1 lines, each parsed once.
     assert len(parsed) == 40 and len(set(parsed)) == 40

@@ -47,7 +47,7 @@ def register_prepare(sub: Any) -> None:
     p.set_defaults(func=cmd_prepare)
 
 
-def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
+def build_spec(args: argparse.Namespace) -> tuple[RunSpec, Path, bool]:
     """The spec from flags; with --resume, from the stored run, flags given on top (and then compared)."""
     if args.config:
         from ttscale.cli.config import apply_config_file
@@ -61,10 +61,10 @@ def build_spec(args: argparse.Namespace) -> tuple[RunSpec, RunDir, bool]:
     elif not args.strategy:
         raise UsageError("run: --strategy is required (see `ttscale list`), or --resume DIR")
     spec = RunSpec.from_cli_args(args, base=base)  # the flags given, on the stored spec when resuming
-    run_dir = RunDir(args.resume or args.out or default_out(spec))
+    out = Path(args.resume or args.out or default_out(spec))
     if args.out and args.resume and args.out != args.resume:
         raise UsageError("run: give --resume DIR alone (the run continues in DIR), not with another --out")
-    return spec, run_dir, bool(args.resume)
+    return spec, out, bool(args.resume)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -81,14 +81,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         launched = True
         stop.install(asyncio.get_running_loop())
 
-    run_dir: RunDir | None = None
+    out: Path | None = None
     try:
-        spec, run_dir, resuming = build_spec(args)
-        stop.hint = f"; continue with --resume {run_dir.path}"
-        done = carry_out(spec, out=run_dir.path, resume=resuming, distributed=_distributed(args, spec),
+        spec, out, resuming = build_spec(args)
+        stop.hint = f"; continue with --resume {out}"
+        done = carry_out(spec, out=out, resume=resuming, distributed=_distributed(args, spec),
                          progress=not args.no_progress, verbose=args.verbose, started=started)
     except BaseException as exc:
-        said = _running_error(exc, run_dir, stop) if launched and run_dir is not None else _checking_error(exc)
+        said = _running_error(exc, out, stop) if launched and out is not None else _checking_error(exc)
         if said is None:
             raise
         raise said from None
@@ -111,19 +111,19 @@ def _checking_error(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _running_error(exc: BaseException, run_dir: RunDir, stop: StopSignals) -> BaseException | None:
+def _running_error(exc: BaseException, out: Path, stop: StopSignals) -> BaseException | None:
     """The one line for an error of a run under way, with what it saved and how to go on."""
     if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
         # SIGINT or SIGTERM: the engine was shut down on the way out; end whatever it left behind.
         stop.note(exc)
         stop.end_children()
-        return Stopped(f"stopped by {stop.name or 'SIGINT'}{_saved_hint(run_dir)}", code=stop.exit_code)
+        return Stopped(f"stopped by {stop.name or 'SIGINT'}{_saved_hint(out)}", code=stop.exit_code)
     if isinstance(exc, ValueError):  # a run directory that cannot be used (held by another run, edited by hand)
         return UsageError(str(exc))
     if isinstance(exc, EngineFatalError | DistributedError):  # the server or the cluster gave out: say what is kept
-        return UsageError(f"{exc}{_saved_hint(run_dir)}")
+        return UsageError(f"{exc}{_saved_hint(out)}")
     if isinstance(exc, StorageError):  # disk full, permissions: say what is kept and how to go on
-        return StorageError(exc.errno, f"{exc.strerror}{_saved_hint(run_dir)}")
+        return StorageError(exc.errno, f"{exc.strerror}{_saved_hint(out)}")
     return None
 
 
@@ -145,12 +145,12 @@ def _unfinished_exit(summary: dict[str, Any], path: Path) -> int:
     return EXIT_UNFINISHED
 
 
-def _saved_hint(run_dir: RunDir) -> str:
+def _saved_hint(out: Path) -> str:
     try:
-        saved = len(run_dir.records())
+        saved = len(RunDir(out).records())
     except (OSError, ValueError):
         return ""
-    return f"; {saved} finished problems are saved: continue with --resume {run_dir.path}" if saved else ""
+    return f"; {saved} finished problems are saved: continue with --resume {out}" if saved else ""
 
 
 def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig | None:

@@ -23,18 +23,35 @@ if TYPE_CHECKING:
 
 class Prepared(Protocol):
     """What the run store reads of a prepared run (`ttscale.running.runner.Prepared`, handed down by the running layer
-    above, which the run store never imports): its spec, stored as config.json's `spec`, and its identity."""
+    above, which the run store never imports): its spec, stored as config.json's `spec`, its identity, and what
+    summary.json states (`ttscale.runstore.writer`)."""
 
     @property
     def spec(self) -> Any:
         """The run's `ttscale.running.run_spec.RunSpec` (a dataclass)."""
+
+    @property
+    def problems(self) -> Sequence[Any]:
+        """The run's problems (each with an `id`)."""
+
+    @property
+    def strategy_name(self) -> str:
+        """The strategy's registered name."""
+
+    @property
+    def budget(self) -> Any:
+        """The budget per problem (a `ttscale.budget.Budget`)."""
+
+    @property
+    def total(self) -> Any:
+        """The budget over the whole run (a `Budget`), or None."""
 
     def identity(self) -> dict[str, Any]:
         """The part of config.json that must match for `--resume`."""
         ...
 
 
-#: A `ttscale.running.run_spec.RunSpec`: the run store reads its fields by name and never imports the layer that
+#: A `ttscale.running.run_spec.RunSpec`: the run store reads its fields by name, never importing the layer that
 #: defines it.
 RunSpec = Any
 
@@ -42,9 +59,10 @@ RunSpec = Any
 def write_config(
     run_dir: RunDir, prepared: Prepared, engine: AsyncEngine | dict[str, Any] | None = None,
     argv: list[str] | None = None,
-) -> None:
-    """Write config.json. Called before the engine starts (engine None), so a run killed while its
-    engine starts can already be resumed; `record_engine` adds the engine's description once it runs."""
+) -> dict[str, Any]:
+    """Write config.json, and return what it holds (today's shape). Called before the engine starts (engine None), so
+    a run killed while its engine starts can already be resumed; `record_engine` adds the engine's description once
+    it runs."""
     from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
@@ -52,26 +70,26 @@ def write_config(
     if public_url is not None:  # never a user:password or a query value from the URL (a served model's)
         spec["server"]["base_url"] = public_url()
     info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
-    run_dir.write_config(
-        {
-            "identity": json.loads(json.dumps(prepared.identity(), default=str)),
-            "spec": spec,
-            "environment": {
-                "ttscale_version": __version__,
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "engine": info,
-            },
-            "command": redact_argv(argv if argv is not None else sys.argv),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    config = {
+        "identity": json.loads(json.dumps(prepared.identity(), default=str)),
+        "spec": spec,
+        "environment": {
+            "ttscale_version": __version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "engine": info,
         },
-    )
+        "command": redact_argv(argv if argv is not None else sys.argv),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    run_dir.write_config(config)
+    return config
 
 
-def record_engine(run_dir: RunDir, info: dict[str, Any]) -> None:
-    """Add the started engine's description (versions, settings) to config.json (an older version's config is
+def record_engine(run_dir: RunDir, info: dict[str, Any], *, config: dict[str, Any]) -> None:
+    """Add the started engine's description (versions, settings) to `config`, config.json as its writer holds it
+    (written, or read in today's shape, by this run: not read again), and write it (an older version's config is
     written back in today's shape and version: it was read in it)."""
-    config = run_dir.read_config()
     config.setdefault("environment", {})["engine"] = info
     run_dir.write_config(config)
 

@@ -1,22 +1,12 @@
-"""A run directory: config.json, results.jsonl (one flushed line per finished problem), summary.json.
+"""A run directory (`RunDir`): config.json, results.jsonl (one fsynced line per finished problem), summary.json.
+The run pipeline writes one through `ttscale.runstore.writer`, whose few calls reach this module.
 
-Crash safety: each result line is written whole, flushed and fsynced before the next problem
-is reported done, so a `kill -9` loses at most the line being written. A torn last line (one
-that does not parse) is cut off on resume; a whole record whose newline was never written is a
-record, and gets its newline; a bad line anywhere else is someone else's edit and is refused, never cut.
-A lock file refuses a second process writing the same directory. A write that fails (disk
-full, permissions) is rolled back to the last whole line and raised as a one-line `StorageError`.
-
-A directory is a run when it holds config.json (written first). A new run starts only in a directory
-that is absent, empty, or holds what a start cut off before its config left (the lock, an empty
-results file), and a failed start removes only what it created. Run files are regular files, opened
-so that no open can block (a FIFO would hang it), with the mode the user's umask gives.
-
-config.json and each results.jsonl record carry their format version (ttscale.runstore.runformat): `write_config` and
-`append` stamp today's, and `read_config`, `records` and `unfinished_attempts` return today's shape (without the
-version) whatever version wrote the file (a results.jsonl may hold both: a resumed old run), refusing a newer
-one in one line.
-"""
+A `kill -9` loses at most the line being written: a resume cuts a torn last line off and gives a whole last record
+its newline; a bad line elsewhere (an edit) is refused, never cut. A lock refuses a second writer; a failed write is
+cut back to the last whole line and raised as a one-line `StorageError`. A new run starts only in a folder that is
+absent, empty, or holds what a start cut off, and removes only what it created. Run files are regular files, opened
+so that no open blocks (a FIFO). Written records and configs carry today's format version, and are read back in
+today's shape whatever version wrote them (`ttscale.runstore.runformat`)."""
 
 from __future__ import annotations
 
@@ -312,8 +302,7 @@ class RunDir:
 
 
 def _leftover(entry: os.DirEntry[str]) -> bool:
-    """What a start cut off before its config.json was written leaves: the lock, an empty results file, the
-    config's temporary file."""
+    """What a start cut off before its config.json left: the lock, an empty results file, the config's temporary."""
     if entry.name == _LOCK or entry.name.startswith(f".{CONFIG}."):
         return True
     try:
@@ -356,10 +345,9 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
 
 
 class GroupCommit:
-    """Durable appends for many problems finishing at once: each `append` returns once its line is fsynced
-    (the guarantee of `RunDir.append`), but the lines that finish while one fsync runs share the next one,
-    and the fsync runs in a thread, so the event loop keeps feeding the engine meanwhile. At GPU rates an
-    fsync per problem on the loop was the harness's largest cost after the record's serialisation."""
+    """Durable appends for many problems finishing at once: each `append` returns once its line is fsynced, but lines
+    that finish while one fsync runs share the next, in a thread, so the event loop keeps feeding the engine (at GPU
+    rates an fsync per problem on the loop was the harness's largest cost after the record's serialisation)."""
 
     def __init__(self, run_dir: RunDir) -> None:
         self._run_dir = run_dir
@@ -407,6 +395,5 @@ def _utf8(text: str, data: Any, **dump: Any) -> bytes:
         return (json.dumps(data, ensure_ascii=True, default=str, **dump) + newline).encode("ascii")
 
 
-# The errors live with the file opening (ttscale.runstore.runfiles) and are this module's too, as they always were.
 __all__ = ["CONFIG", "ENGINE_LOG", "RESULTS", "SUMMARY", "GroupCommit", "RunDir", "RunDirError", "StorageError",
            "storage_error"]

@@ -4,8 +4,9 @@ parameters its strategy's replay varies), by that strategy's declared replay (tt
 `derive_cell` checks that the source ran with the cell's parameters (those the replay varies aside) and engine
 context limit, derives each problem's record (`derive_record`: a fresh ledger at the cell's budget, the source's
 samples, the strategy's `Replay.derive`, graded again by the task) and writes the cell's run directory as a run
-would (config.json, results.jsonl, summary.json). A refusal runs the cell live; a partial replay (budget forcing)
-writes what it could and the sweep runs the rest into the same directory, as a resume does.
+would, through the run pipeline's `write_cell` (the run store's one writer: config.json, results.jsonl, summary.json).
+A refusal runs the cell live; a partial replay (budget forcing) writes what it could and the sweep runs the rest
+into the same directory, as a resume does.
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from typing import Any
 
 from ttscale.engine.base import context_length
 from ttscale.kit.capabilities import Stored, capabilities
-from ttscale.pipeline import writing_cell
+from ttscale.pipeline import write_cell
 from ttscale.running.runner import Prepared
-from ttscale.runstore.storage import SUMMARY, RunDir
-from ttscale.runstore.summary import summarize
+from ttscale.runstore.storage import RunDir
 from ttscale.schema import Problem, RunRecord, Sample
 from ttscale.strategies import STRATEGIES
 from ttscale.sweeps.grid import Cell
-from ttscale.verifiers import cross_check
 
 
 def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: RunDir) -> str | None:
@@ -63,17 +62,10 @@ def derive_cell(prepared: Prepared, run_dir: RunDir, cell: Cell, source_dir: Run
         else:
             records.append(record)
     engine = {"derived_from": str(cell.source), "source_engine": source_engine}
-    with writing_cell(run_dir, prepared, engine, argv=["derived", str(cell.source)]):
-        done = run_dir.finished_ids()
-        for record in records:
-            if record["id"] not in done:
-                run_dir.append(record)
-        if rest:  # the sweep runs the others into this directory, as a resume does
-            return f"{len(rest)} of {len(prepared.problems)} problems need their own run ({next(iter(rest.values()))})"
-        summary = summarize(records, budget=prepared.budget, wall_seconds=0.0, cross_check=cross_check)
-        summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
-                       resumed=False, derived_from=cell.source)
-        run_dir.write_json(SUMMARY, summary)
+    write_cell(prepared, run_dir, records, engine=engine, argv=["derived", str(cell.source)], done=not rest,
+               derived_from=cell.source)
+    if rest:  # the sweep runs the others into this directory, as a resume does
+        return f"{len(rest)} of {len(prepared.problems)} problems need their own run ({next(iter(rest.values()))})"
     return None
 
 

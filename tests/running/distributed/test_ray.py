@@ -18,6 +18,7 @@ from ttscale.running.distributed import DistributedConfig, DistributedError
 from ttscale.running.distributed.pool import RayWorkerPool, _Member
 from ttscale.running.runner import Prepared, RunSpec, prepare, solve
 from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import RunWriter
 from ttscale.schema import Problem
 
 ray = pytest.importorskip("ray")
@@ -199,10 +200,9 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
         seen: dict[str, Any] = {}
         async with RayWorkerPool(prepared=prepared, config=DistributedConfig(workers=2)) as pool:
             # First 8 of the problems one at a time: each alone in its engine's batch.
-            one = RunDir(tmp_path / "c1")
-            with one.open_for_writing():
-                await run_problems(replace(prepared, problems=prepared.problems[:ALONE]), one, pool.solve,
-                                   concurrency=1, progress=False)
+            first = replace(prepared, problems=prepared.problems[:ALONE])
+            with RunWriter(RunDir(tmp_path / "c1"), first, stored={}) as one:
+                await run_problems(one, pool.solve, concurrency=1, progress=False)
             # Then all 16 at once over the two workers, one of them killed mid-run: the survivor takes the dead
             # one's problems into batches of its own.
             run_dir = RunDir(tmp_path / "two")
@@ -219,8 +219,8 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
                 os.kill(seen["pid"], signal.SIGKILL)  # a crash, not a polite stop
 
             killer = asyncio.ensure_future(kill_one_in_flight())
-            with run_dir.open_for_writing():
-                await run_problems(prepared, run_dir, pool.solve, concurrency=16, progress=False)
+            with RunWriter(run_dir, prepared, stored={}) as writer:
+                await run_problems(writer, pool.solve, concurrency=16, progress=False)
             await killer
             seen["resent"] = pool.resent
             seen["after"] = pool.stats()[seen["victim"]]

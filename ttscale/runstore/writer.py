@@ -1,0 +1,187 @@
+"""The run store's write side, as the run pipeline (its one writer) calls it: a run's values cross into the store
+three times.
+
+    writer = open_run(path, resume=..., prepare=...)
+                              before anything starts: a new run's folder must be absent, empty or what a cut-off
+                              start left; a resumed run's config.json is read (today's shape, whatever version wrote
+                              it), the caller prepares the run from it, and the run prepared must be the run stored
+    with writer:              the folder made and locked, a torn last line cut off, config.json written (a new run),
+                              what is left to run read (`writer.todo`, `writer.spent`); a new run that finished
+                              nothing removes what it created on the way out, never a file it found
+        writer.started(info)  config.json records the engine that started (once)
+        await writer.record(record)   (handed to the runner) one problem's record, durable before it counts as done
+        writer.finish(...)    summary.json, from the run's records
+
+What a run file needs (regular files only, the lock, whole lines, atomic writes, format versions) happens inside
+these calls: `ttscale.runstore.storage` (`RunDir`), `runfiles`, `runformat`, `run_config` and `summary` are their
+parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from ttscale.runstore.names import ENGINE_LOG, STAGES, SUMMARY
+from ttscale.runstore.run_config import Prepared, check_resume, record_engine, write_config
+from ttscale.runstore.storage import GroupCommit, RunDir, RunDirError
+from ttscale.runstore.summary import CrossCheck, summarize
+
+P = TypeVar("P", bound=Prepared)
+"""The prepared run (`ttscale.running.runner.Prepared`): the writer hands back what `prepare` made, as it is."""
+
+
+class RunExists(RunDirError):
+    """A new run was asked for (`resume=False`) in a directory that holds one."""
+
+
+def open_run(path: str | Path, *, resume: bool | None, prepare: Callable[[dict[str, Any] | None], P],
+             argv: list[str] | None = None, engine: dict[str, Any] | None = None,
+             engine_log: bool = False) -> RunWriter[P]:
+    """The writer of a run in the folder `path`, checked and not yet entered (see the module doc).
+
+    `resume`: None = continue the run the folder holds, if it holds one; False = a new run, refused (`RunExists`)
+    where it holds one; True = continue the run it holds (refused in one line where it holds none). `prepare`: the
+    run prepared from the resumed run's config.json (None for a new run); a resumed run must be the run stored
+    (`check_resume`). Entering the writer writes a new run's config.json, with `engine`'s description when known
+    and `argv` as its command (None: sys.argv). `engine_log`: the engine's output goes to the run's engine.log
+    (`writer.engine_log`), which a discarded run removes.
+    """
+    run_dir = RunDir(path)
+    stored = None
+    if run_dir.has_results() if resume is None else resume:
+        stored = run_dir.read_config()  # a folder that holds no run is refused here
+    elif run_dir.has_results():
+        raise RunExists(f"{str(run_dir.path)!r} already holds a run: continue it with --resume, or pick another --out")
+    else:  # never a run mixed into someone's files (a failed start would then clean up among them)
+        run_dir.check_new()
+    prepared = prepare(stored)
+    if stored is not None:
+        check_resume(run_dir, prepared, config=stored)
+    return RunWriter(run_dir, prepared, stored=stored, argv=argv, engine=engine, engine_log=engine_log)
+
+
+class RunWriter(Generic[P]):
+    """A run's folder held open for writing (a context manager): its records, engine and summary."""
+
+    def __init__(self, run_dir: RunDir, prepared: P, *, stored: dict[str, Any] | None,
+                 argv: list[str] | None = None, engine: dict[str, Any] | None = None,
+                 engine_log: bool = False) -> None:
+        """`stored`: the resumed run's config.json (None: a new run, whose config.json entering writes)."""
+        self.path = run_dir.path
+        self.prepared = prepared
+        """The run, as `open_run`'s `prepare` made it."""
+        self.new = stored is None
+        """A new run (not a resumed one): one that finished nothing is removed on a failure."""
+        self.engine_log: Path | None = run_dir.path / ENGINE_LOG if engine_log else None
+        """Where the engine's output goes (None: this terminal, or no engine started here)."""
+        self.stages = run_dir.path / STAGES
+        """The run's shared stages (`ttscale.kit.stages`)."""
+        self.todo: list[Any] = []
+        """The run's problems that have no record yet (read on entering)."""
+        self.spent = 0.0
+        """What the run's finished problems, and its attempts a server fault cut short, spent (read on entering)."""
+        self._dir = run_dir
+        self._config = stored
+        self._recorded = engine is not None or bool(((stored or {}).get("environment") or {}).get("engine"))
+        self._argv = argv
+        self._engine = engine
+        self._held = ExitStack()
+        self._made = False
+        self._commit: GroupCommit | None = None
+
+    def __enter__(self) -> RunWriter[P]:
+        made = not self.path.exists()
+        self._held.enter_context(self._dir.open_for_writing())
+        try:
+            if self.new:  # before any engine starts: a run killed while its engine starts can be resumed
+                self._config = write_config(self._dir, self.prepared, self._engine, argv=self._argv)
+            for name, path in ((ENGINE_LOG, self.engine_log), (STAGES, self.stages)):
+                if path is not None and not path.exists():
+                    self._dir.claim(name)  # made by this run, if at all: a discarded run removes it
+            records, cut_short = self._results()
+            done = {str(r.get("id")) for r in records}
+            self.todo = [p for p in self.prepared.problems if p.id not in done]
+            self.spent = _spent(records + cut_short)
+        except BaseException:
+            self._close(failed=True, made=made)
+            raise
+        self._made = made
+        self._commit = GroupCommit(self._dir)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._close(failed=kind is not None, made=self._made)
+
+    @property
+    def kept(self) -> bool:
+        """Whether the run is kept on a failure: a resumed run, or one that finished a problem."""
+        return not self.new or bool(self._dir.records())
+
+    def started(self, description: dict[str, Any]) -> None:
+        """config.json records the engine the run started (its versions and settings), unless it records one
+        already (a resumed run's, or one written with its engine)."""
+        if not self._recorded:
+            record_engine(self._dir, description, config=self._config or {})  # as written or read: not read again
+            self._recorded = True
+
+    async def record(self, record: dict[str, Any]) -> None:
+        """Append one problem's record; it is durable (fsynced) when this returns. Records handed over while an
+        fsync runs share the next one, written in a thread (`GroupCommit`)."""
+        if self._commit is None:
+            raise RuntimeError("RunWriter.record outside `with writer:`")
+        await self._commit.append(record)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record from synchronous code (a replayed sweep cell's), durable when this returns."""
+        self._dir.append(record)
+
+    async def flush(self) -> None:
+        """Wait until every record handed over is written (or has failed)."""
+        if self._commit is not None:
+            await self._commit.close()
+
+    def finish(self, *, wall_seconds: float, cross_check: CrossCheck, faults: dict[str, str] | None = None,
+               resumed: bool | None = None, engine: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+        """Write summary.json from the run's records of its problems, and return it. `faults`: the problems a passing
+        server fault left unfinished, and the fault (others without a record are "not run"); `resumed` (None: whether
+        the run held finished problems when entered); `engine`: the engines config.json records now (Ray workers',
+        known once they ran; see `started`); `extra`: more keys (a replayed cell's `derived_from`)."""
+        if engine is not None:
+            self.started(engine)
+        prepared = self.prepared
+        records, cut_short = self._results()
+        done = {str(r.get("id")) for r in records}
+        unfinished = {p.id: (faults or {}).get(p.id, "not run") for p in prepared.problems if p.id not in done}
+        summary = summarize(records, budget=prepared.budget, wall_seconds=wall_seconds, unfinished=unfinished,
+                            cross_check=cross_check)
+        summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
+                       resumed=len(self.todo) < len(prepared.problems) if resumed is None else resumed, **extra)
+        if prepared.total is not None:
+            summary.update(total_budget=str(prepared.total), total_spent=_spent(records + cut_short))
+        self._dir.write_json(SUMMARY, summary)
+        return summary
+
+    def _results(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The records of the run's problems (first per id), and the attempts at them a server fault cut short."""
+        wanted = {p.id for p in self.prepared.problems}
+        records = [r for r in self._dir.records() if r.get("id") in wanted]
+        return records, [r for r in self._dir.unfinished_attempts() if r.get("id") in wanted]
+
+    def _close(self, *, failed: bool, made: bool) -> None:
+        try:
+            if failed and self.new and not self.kept:  # so that the same folder works again
+                self._dir.discard(remove_dir=made)
+        finally:
+            self._held.close()
+
+
+def _spent(records: list[dict[str, Any]]) -> float:
+    """What `records` spent (their ledgers' `spent`)."""
+    return sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in records)
+
+
+__all__ = ["RunExists", "RunWriter", "open_run"]
