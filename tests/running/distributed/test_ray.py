@@ -246,9 +246,8 @@ def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_ki
         async def solver(problem: Problem) -> dict[str, Any]:
             return (await solve(default, sync_engine.engine, problem)).to_json()
 
-        with run_dir.open_for_writing():
-            sync_engine.loop.run(run_problems(replace(default, problems=problems), run_dir, solver,
-                                              concurrency=concurrency, progress=False))
+        with RunWriter(run_dir, replace(default, problems=problems), stored={}) as writer:
+            sync_engine.loop.run(run_problems(writer, solver, concurrency=concurrency, progress=False))
     dtype = sync_engine.engine.describe()["determinants"]["dtype"]
     without = _differing(*(_by_id(RunDir(tmp_path / name)) for name in ("d1", "d16")))
     report = (f"without deterministic mode ({dtype}): {len(without)} of {ALONE} problems differ between one at a time "
