@@ -90,7 +90,7 @@ def test_the_cpu_engine_runs_the_dtype_and_cores_its_plan_chose(sync_engine: Any
     from ttscale.engine.cpu import plan
 
     info = sync_engine.engine.describe()["cpu"]
-    expected = plan("auto", environ={})
+    expected = plan("auto")  # as the engine saw it: with this session's own binding, where it set one
     assert info["dtype"] == expected.dtype and info["dtype_reason"] == expected.dtype_reason
     assert info["threads_bind"] == expected.threads_bind
     assert str(sync_engine.engine._llm.model_config.dtype).removeprefix("torch.") == expected.dtype
@@ -105,5 +105,8 @@ def test_the_cpu_engine_runs_the_dtype_and_cores_its_plan_chose(sync_engine: Any
                 continue
             if len(cores) == 1:
                 pinned |= cores
+    bound = {core for part in expected.threads_bind.split(",") for core in
+             range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}  # "0-2,5" -> {0, 1, 2, 5}
+    assert pinned == bound, f"compute threads pinned to {sorted(pinned)}, bound to {expected.threads_bind}"
     if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
-        assert pinned == set(os.sched_getaffinity(0)), f"compute threads pinned to {sorted(pinned)}"
+        assert pinned == set(os.sched_getaffinity(0))
