@@ -198,6 +198,8 @@ def test_a_sweep_called_again_with_another_grid_in_the_same_out_is_refused_and_t
         assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing run
     again = ttscale.sweep(budgets=["200"], **args)  # type: ignore[arg-type]  # the same call finishes it
     assert again.cells == first.cells
+    # How many problems run at once changes no cell: the same grid at another concurrency finishes it too.
+    assert ttscale.sweep(budgets=["200"], concurrency=3, **args).cells == first.cells  # type: ignore[arg-type]
 
 
 def test_engine_args_are_routed_into_the_engine_config_and_checked(tmp_path: Path) -> None:
