@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from ttscale.cli import main
+from ttscale.errors import Stopped
 
 
 @pytest.mark.parametrize(
@@ -103,7 +105,10 @@ def _start_until_some_finished(
     args: list[str], out: Path, *, problems: int, after: int = 0
 ) -> tuple[subprocess.Popen[bytes], Path]:
     """Start `ttscale run` as a session leader; return once more than `after` but not all of its problems are saved."""
-    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # PYTHONFAULTHANDLER: a CLI that does not end after its stop prints its threads' stacks on SIGABRT (see `_stop`).
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
     results = out / "results.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -134,7 +139,25 @@ def _stop(proc: subprocess.Popen[bytes], signum: signal.Signals, out: Path, code
     assert len(_session_processes(proc.pid)) > 1  # the CLI and vLLM's engine process(es)
     sent = time.monotonic()
     proc.send_signal(signum)
-    _stdout, stderr = proc.communicate(timeout=60)
+    try:
+        _stdout, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired as late:
+        # communicate() waits for the CLI's exit and for EOF on its pipes, which any process that inherited them
+        # holds open: say which it was (the CLI itself, or a process of the run it left behind) before cleaning up.
+        cli_alive = proc.poll() is None
+        held = _session_processes(proc.pid)
+        if cli_alive:  # where it is stuck: faulthandler writes every thread's stack on SIGABRT
+            proc.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what holds the pipes too, so that they reach their end
+        said = late.stderr or b""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            said = proc.communicate(timeout=10)[1] or said  # all it wrote, the part read before included
+        state = "still ran" if cli_alive else "had exited"
+        raise AssertionError(f"no end 60 s after {signum.name}: the CLI {state}; its session held {held}; its "
+                             f"stderr: {said.decode(errors='replace')[-6000:]}") from None
     stopped_after = time.monotonic() - sent
     left: list[str] = []
     for _ in range(50):  # the engine's processes end with the CLI (allow them a moment to be reaped)
@@ -150,6 +173,43 @@ def _stop(proc: subprocess.Popen[bytes], signum: signal.Signals, out: Path, code
     assert message.startswith(f"ttscale: stopped by {signum.name}") and f"--resume {out}" in message, message
     assert "Traceback" not in stderr.decode()
     assert stopped_after < 30, f"took {stopped_after:.1f} s to stop"
+
+
+_STOPPED_PROGRAM = """
+import atexit, sys
+import ttscale.cli.run
+from ttscale.errors import Stopped
+
+def stopped(args):  # a run stopped by SIGTERM, as cmd_run reports one: its summary never printed
+    print("written before the stop", end="")  # still buffered: it must come out all the same
+    raise Stopped("stopped by SIGTERM; 1 finished problems are saved: continue with --resume out", code=143)
+
+ttscale.cli.run.cmd_run = stopped
+atexit.register(lambda: print("the interpreter's teardown ran", file=sys.stderr))
+sys.argv = ["ttscale", "run", "--strategy", "sc"]
+from ttscale.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_stopped_run_ends_the_program_at_once_with_its_output_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As the program, the stop's exit skips the interpreter's teardown (its atexit handlers, garbage collection).
+    done = subprocess.run([sys.executable, "-c", _STOPPED_PROGRAM], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 143, done.stderr
+    assert done.stdout == "written before the stop"
+    assert done.stderr.strip().splitlines() == [
+        "ttscale: stopped by SIGTERM; 1 finished problems are saved: continue with --resume out"]
+    # Called in-process (a script, a test), `main` returns the code and leaves the caller's process alone.
+    import ttscale.cli.run
+
+    def stopped(args: Any) -> int:
+        raise Stopped("stopped by SIGINT", code=130)
+
+    monkeypatch.setattr(ttscale.cli.run, "cmd_run", stopped)
+    assert main(["run", "--strategy", "sc"]) == 130
+    assert capsys.readouterr().err.strip() == "ttscale: stopped by SIGINT"
 
 
 @pytest.mark.slow
