@@ -174,11 +174,13 @@ def sweep(
     `deterministic`: as for `run` (engines ttscale starts only). An engine the sweep starts writes its output to
     the sweep's engine.log (`verbose=True`: to this terminal).
     Calling again with the same `out` and grid finishes an interrupted sweep, and so does `out` alone, with no
-    strategies; another grid in that `out` is refused (the stored one would run in its place). `command`: what
-    sweep.json records as the command (default this call).
+    strategies; another grid in that `out` is refused (the stored one would run in its place). `server=` there
+    continues it from that address, with that key (sweep.json stores the URL with its secrets masked), on the model
+    it was made with: another model is refused. `command`: what sweep.json records as the command (default this
+    call).
     """
     from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, create_sweep, load_spec, run_sweep
-    from ttscale.sweeps.grid import refuse_other_grid
+    from ttscale.sweeps.grid import on_server, refuse_other_grid
     from ttscale.sweeps.outcomes import best_at_compute, load_results, sweep_table
 
     refuse_in_spawned_bootstrap("ttscale.sweep")
@@ -194,7 +196,7 @@ def sweep(
     refuse_served(served=server is not None, deterministic=config.deterministic)  # before the sweep's folder exists
     root = Path(out) if out is not None else Path("sweeps") / f"{task.replace(':', '-')}-{stamp()}"
     if out is not None and not strategies and not budgets:  # finishing the sweep in `out`, as it was made
-        spec = load_spec(root)
+        spec = on_server(load_spec(root), server, root)
     else:
         if not strategies or not budgets:
             raise ValueError("a sweep needs strategies (['NAME key=v1|v2 ...', ...]) and budgets, or out= a sweep "
@@ -206,7 +208,7 @@ def sweep(
         if (root / SWEEP).is_file():  # the same call again finishes it; another grid is refused
             stored = load_spec(root)
             refuse_other_grid(stored, spec, root)
-            spec = stored
+            spec = on_server(stored, server, root)
         else:
             create_sweep(spec, root, command=list(command) if command else ["ttscale.sweep", *strategies])
     drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, verbose=verbose))

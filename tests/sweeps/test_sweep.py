@@ -416,6 +416,50 @@ def test_a_sweeps_stored_command_masks_credentials(tmp_path: Path) -> None:
     assert json.loads(text)["command"][-1] == "http://***@127.0.0.1:9/v1?api_key=***"
 
 
+def test_a_served_sweep_stores_no_secret_and_continues_only_on_its_own_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """sweep.json keeps a served model's URL as config.json does (no user:password, query values masked); the sweep
+    continues from the URL given again (`--resume DIR --base-url`, `server=`), and never on another model."""
+    from dataclasses import replace
+
+    import ttscale
+    import ttscale.engine
+    from ttscale.engine.openai import OpenAIConfig
+
+    started: list[Any] = []
+
+    async def start_engine(config: Any) -> SeededSimulator:
+        started.append(config)
+        return SeededSimulator(seed=1)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", start_engine)
+    server = OpenAIConfig(base_url="http://user:pw@127.0.0.1:9/v1?api_key=SEKRET-77", model="served",
+                          tokenizer=str(engine_config(tmp_path).model))
+    spec = SweepSpec(grid=(GridEntry.parse("best_of_n n=1 max_tokens=40"),), budgets=("400",), task="arithmetic:1-3",
+                     limit=2, backend="openai", server=server)
+    root = tmp_path / "sweep"
+    create_sweep(spec, root, command=["ttscale", "sweep"])
+    text = (root / "sweep.json").read_text()
+    assert "SEKRET-77" not in text and ":pw@" not in text
+    assert json.loads(text)["spec"]["server"]["base_url"] == "http://127.0.0.1:9/v1?api_key=***"
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    refusal = f"{str(root)!r} holds a sweep of openai model 'served': it continues on that model, not on openai " \
+              "model 'other' (pick another out for another model)"
+    assert main(["sweep", "--resume", str(root), "--model", "other", "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == f"ttscale: error: sweep: {refusal}"
+    for call in (dict(), dict(strategies=["best_of_n n=1 max_tokens=40"], budgets=["400"], task="arithmetic:1-3",
+                              limit=2)):
+        with pytest.raises(ValueError) as refused:
+            ttscale.sweep(out=root, server=replace(server, model="other"), **call)  # type: ignore[arg-type]
+        assert str(refused.value) == refusal
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before and started == []
+    # The URL given again, with its secrets (masked in sweep.json): the sweep's cells are served from there.
+    again = "http://user:pw@127.0.0.1:8/v1?api_key=SEKRET-78"
+    assert main(["sweep", "--resume", str(root), "--base-url", again, "--no-progress", "--json"]) == 0
+    assert [(s.base_url, s.model) for s in started] == [(again, "served")]
+    assert len(json.loads(capsys.readouterr().out)["cells"]) == 1
+
+
 def test_the_table_says_a_cell_that_could_not_be_derived_was_run(tmp_path: Path) -> None:
     # Issue 49: the table labelled a cell "derived" (it had a source) while the log said "cannot be derived; running
     # it". The 1024 cell samples under a lower max_tokens than its 8192 source, so it runs.

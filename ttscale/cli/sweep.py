@@ -106,7 +106,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         # ValueError: bad settings (an engine flag out of range included), a cell directory held by another
         # process, or one that differs from the grid
-        settings = {"out": args.resume} if args.resume else _settings_from_flags(args)
+        settings = {"out": args.resume, **_served_again(args)} if args.resume else _settings_from_flags(args)
         result = sweep(**settings, progress=not args.no_progress, command=sys.argv, verbose=args.verbose)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"sweep: {exc}") from None
@@ -219,6 +219,20 @@ def format_matched(matched: list[dict[str, Any]]) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _served_again(args: argparse.Namespace) -> dict[str, Any]:
+    """`--resume DIR` of a served model's sweep with its flags given again (`--base-url`: sweep.json masks a URL's
+    secrets; a new address or key): the stored server with them on top, as `server=` (`ttscale.sweeps.grid.on_server`
+    refuses another model). Nothing where none is given, or for engines in this process."""
+    from ttscale.sweeps import load_spec
+
+    stored = load_spec(args.resume)
+    if ENGINES.get(stored.backend).config is None:
+        return {}
+    args = argparse.Namespace(**vars(args), backend_options=backend_options(args, stored.backend, "sweep"))
+    server = ENGINES.get(stored.backend).from_flags(args, stored.server, "sweep")
+    return {} if server == stored.server else {"server": server}
 
 
 def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:

@@ -194,6 +194,8 @@ class SweepSpec:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["grid"] = [asdict(e) for e in self.grid]
+        if callable(getattr(self.server, "to_dict", None)):  # as the server states itself for files: no secrets
+            data["server"] = self.server.to_dict()  # (an OpenAIConfig's URL without user:password or query values)
         return json.loads(json.dumps(data, default=str))
 
     @classmethod
@@ -226,7 +228,8 @@ def load_spec(root: str | Path) -> SweepSpec:
 
 
 SCHEDULING_ONLY = frozenset({"concurrency", "server"})
-"""Sweep settings that change how cells run, not what they hold (a server's key and address may change)."""
+"""Sweep settings that change how cells run, not what they hold (a server's key and address may change; the model it
+serves may not: `on_server`)."""
 
 
 def refuse_other_grid(stored: SweepSpec, given: SweepSpec, root: str | Path) -> None:
@@ -238,6 +241,22 @@ def refuse_other_grid(stored: SweepSpec, given: SweepSpec, root: str | Path) -> 
     if differing:
         raise ValueError(f"{str(root)!r} already holds a sweep of another grid ({', '.join(differing)} differ): "
                          f"finish it with out={str(root)!r} alone, or pick another out")
+
+
+def on_server(stored: SweepSpec, server: Any, root: str | Path) -> SweepSpec:
+    """The sweep in `root` continued on `server` (None: on the server it stores). Where it is served from and with
+    what key may change (sweep.json stores a URL with its secrets masked: they are given again); the backend and the
+    model served may not, or its cells would mix two models."""
+    if server is None:
+        return stored
+    from ttscale.engine import backend_for
+
+    was = (stored.backend, getattr(stored.server, "model", None))
+    now = (backend_for(server), getattr(server, "model", None))
+    if now != was:
+        raise ValueError(f"{str(root)!r} holds a sweep of {was[0]} model {was[1]!r}: it continues on that model, "
+                         f"not on {now[0]} model {now[1]!r} (pick another out for another model)")
+    return replace(stored, server=server)
 
 
 def cell_dir(root: str | Path, cell: Cell) -> RunDir:
