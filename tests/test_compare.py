@@ -320,7 +320,11 @@ def test_the_cli_reads_directories_and_refuses_bad_input(compared: Path, tmp_pat
         ([], "give run directories to compare, or at least two --strategy"),
         (["--strategy", "best_of_n n=2", "--model", model], "at least two strategies to run, got 1"),
         (["--strategy", "sc n=2|4", "--strategy", "bon", "--model", model], "one value per parameter, got n=2|4"),
-        (["--strategy", "sc n=2", "--strategy", "self_consistency n=2", "--model", model], "is given twice"),
+        (["--strategy", "sc n=2", "--strategy", "self_consistency n=2", "--model", model],
+         "strategies 'sc n=2' and 'self_consistency n=2' run the same (self_consistency "),
+        # A parameter at its default value changes nothing: the two arms would run every seed twice.
+        (["--strategy", "sc", "--strategy", "self_consistency temperature=0.8", "--model", model],
+         "strategies 'sc' and 'self_consistency temperature=0.8' run the same (self_consistency "),
         (["--strategy", "sc", "--strategy", "bon", "--repeats", "0", "--model", model], "repeats must be"),
         ([str(compared), "--repeats", "2"], "--repeats applies only to a new run"),
         (["--resume", str(compared), "--budget", "1k", "--kv-cache-gib", "3"],

@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from ttscale.comparisons import environments
 from ttscale.comparisons.environments import EnvironmentNote
 from ttscale.comparisons.markdown import markdown
+from ttscale.comparisons.spec import compare_spec
 from ttscale.evals import load_task
 from ttscale.routing.policy import candidate_key
 from ttscale.runstore import runs
 from ttscale.runstore.names import COMPARE, check_out_folder
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.stats.paired import METRICS, PairResult, compare_pair
-from ttscale.strategies import STRATEGIES
-from ttscale.sweeps import SWEEP, GridEntry, SweepSpec, cell_dir, create_sweep, load_spec, run_sweep
+from ttscale.sweeps import SWEEP, cell_dir, create_sweep, load_spec, run_sweep
 
 if TYPE_CHECKING:
     from ttscale.engine.base import AsyncEngine, EngineConfig
@@ -244,38 +244,6 @@ def compare(
     drive(engine, lambda started: run_sweep(spec, root, engine=started, progress=progress, log=log,
                                             verbose=verbose))
     return write(analyse([root], options=options), root)
-
-
-def compare_spec(
-    *, strategies: Sequence[str], repeats: int, budget: str, task: str = "arithmetic",
-    task_options: Mapping[str, Any] | None = None, limit: int | None = None,
-    engine_config: EngineConfig | None = None, concurrency: int = 64,
-) -> SweepSpec:
-    """The sweep that runs a comparison: one grid entry per strategy, one budget, seeds 0..repeats−1."""
-    from ttscale.engine.base import EngineConfig
-
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number ≥ 1, got {repeats}")
-    entries, seen = [], set()
-    for text in strategies:
-        if not text.split():
-            raise ValueError("a strategy is empty: give 'NAME key=value ...'")
-        entry = GridEntry.parse(text)
-        grid = [f"{k}={'|'.join(v)}" for k, v in entry.params.items() if len(v) > 1]
-        if grid:
-            raise ValueError(f"compare takes one value per parameter, got {', '.join(grid)} in {text!r} "
-                             "(a grid is a `ttscale sweep`)")
-        key = candidate_key(STRATEGIES.canonical(entry.strategy) or entry.strategy,
-                            {k: v[0] for k, v in entry.params.items()})
-        if key in seen:
-            raise ValueError(f"strategy {text!r} is given twice (as {key!r}); each arm must differ")
-        seen.add(key)
-        entries.append(entry)
-    if len(entries) < 2:
-        raise ValueError(f"compare needs at least two strategies to run, got {len(entries)}")
-    return SweepSpec(grid=tuple(entries), budgets=(budget,), seeds=tuple(range(repeats)), task=task,
-                     task_options=dict(task_options or {}), limit=limit, engine=engine_config or EngineConfig(),
-                     concurrency=concurrency)
 
 
 def write(result: Comparison, directory: str | Path) -> Comparison:
