@@ -116,6 +116,13 @@ def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
         ttscale.allocate(space="genrm", proposers=("oracle",), engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
     with pytest.raises(ValueError, match="no allocation costs at most the total budget 10"):
         ttscale.allocate(space="genrm", total_budget=10, engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
+    # A setting's values are refused under the setting's own name (the strategy parameter it sets beside it).
+    for settings, said in (({"solutions": (1, 1)}, "setting 'solutions' (dimension 'n') lists the value 1 twice"),
+                           ({"steps": ()}, "setting 'steps' (dimension 'max_steps') needs at least one value")):
+        space = "beam" if "steps" in settings else "genrm"
+        with pytest.raises(ValueError) as refused:
+            ttscale.allocate(space=space, settings=settings, engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
+        assert str(refused.value) == said
     assert not (tmp_path / "x").exists()
     other = tmp_path / "other"
     other.mkdir()

@@ -58,8 +58,14 @@ class Study:
         return params, budget
 
 
-def _dimension(name: str, values: tuple[int, ...], doc: str) -> Dimension:
-    return Dimension(name=name, values=values, doc=doc)
+def _dimension(name: str, values: tuple[int, ...], doc: str, *, setting: str) -> Dimension:
+    """The dimension `name` (a strategy parameter) of the values the space's `setting` keyword gave; a refusal names
+    that setting, the one the user wrote (`--set solutions=1,1`), beside the dimension."""
+    try:
+        return Dimension(name=name, values=values, doc=doc)
+    except ValueError as exc:
+        said = f"dimension {name!r}"
+        raise ValueError(str(exc).replace(said, f"setting {setting!r} ({said})", 1)) from None
 
 
 def genrm_study(*, total_budget: float = 2048, solutions: tuple[int, ...] = (1, 2, 4, 8),
@@ -69,8 +75,9 @@ def genrm_study(*, total_budget: float = 2048, solutions: tuple[int, ...] = (1, 
         return s * max_tokens + s * v * (verify_tokens + 1)
 
     space = Space(name="genrm", total_budget=total_budget, cost=cost,
-                  dimensions=(_dimension("n", solutions, "S: solutions per problem"),
-                              _dimension("verifications", verifications, "V: verification chains per solution")),
+                  dimensions=(_dimension("n", solutions, "S: solutions per problem", setting="solutions"),
+                              _dimension("verifications", verifications, "V: verification chains per solution",
+                                         setting="verifications")),
                   doc="GenRM: solve S times, verify each solution V times, answer with the best-verified solution",
                   cost_doc=f"S·{max_tokens} + S·V·{verify_tokens + 1} generated tokens per problem")
     return Study(space=space, strategy="genrm", fixed={"max_tokens": max_tokens, "verify_tokens": verify_tokens})
@@ -83,9 +90,9 @@ def sleep_time_study(*, total_budget: float = 400, sleep: tuple[int, ...] = (0, 
 
     space = Space(name="sleep_time", total_budget=total_budget, cost=cost,
                   dimensions=(_dimension("sleep_tokens", sleep, "tokens the model thinks about a context before "
-                                                                "its queries (0 = none)"),
+                                                                "its queries (0 = none)", setting="sleep"),
                               _dimension("budget", budgets, "test-time tokens per query (votes of "
-                                                            f"{max_tokens} tokens each)")),
+                                                            f"{max_tokens} tokens each)", setting="budgets")),
                   doc=f"sleep-time compute: think about each context once, then answer its {queries} queries",
                   cost_doc=f"budget + sleep_tokens / {queries} tokens per query")
     # The test-time budget is a number of votes (`test_time=vote`): the reference's single answer has no budget axis.
@@ -99,8 +106,8 @@ def beam_study(*, total_budget: float = 2048, beams: tuple[int, ...] = (4, 8, 16
         return int(a["n"]) * int(a["max_steps"]) * step_tokens
 
     space = Space(name="beam", total_budget=total_budget, cost=cost,
-                  dimensions=(_dimension("n", beams, "N: beams kept per step"),
-                              _dimension("max_steps", steps, "T: steps at most")),
+                  dimensions=(_dimension("n", beams, "N: beams kept per step", setting="beams"),
+                              _dimension("max_steps", steps, "T: steps at most", setting="steps")),
                   doc=f"step-level beam search with the arithmetic step verifier, {width} children per beam",
                   cost_doc=f"N·T·{step_tokens} generated tokens per problem")
     return Study(space=space, strategy="beam", fixed={"width": width, "step_tokens": step_tokens,
