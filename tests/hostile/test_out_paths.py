@@ -179,3 +179,21 @@ def test_sweep_and_allocate_out_at_a_file_or_a_run_are_one_clear_line(tmp_path: 
                              settings={"solutions": (1, 2), "verifications": (1,), "max_tokens": 32,
                                        "verify_tokens": 16})
     assert _tree(run) == before
+
+
+def test_no_out_writes_over_a_comparisons_state_of_its_looks(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # until_decided.json holds a sequential comparison's looks as read (resuming it continues from them): one of the
+    # toolkit's files, so `report --out` refuses it as it refuses compare.json beside it.
+    from ttscale.comparisons.paired import compare
+
+    root = tmp_path / "cmp"
+    compare(strategies=["best_of_n n=1 max_tokens=40", "best_of_n n=1 max_tokens=2"], repeats=1, budget="400",
+            task="arithmetic:1-3", model=str(model_dir(tmp_path)), out=root, engine=SeededSimulator(seed=1),
+            progress=False, log=lambda _: None, until_decided="better:0", max_problems=12, batch=6)
+    before = _tree(root)
+    assert root / "until_decided.json" in before
+    for target in (root / "until_decided.json", root / "compare.json"):
+        assert main(["report", str(next(root.glob("cells/*"))), "--format", "md", "--out", str(target)]) == 2
+        _one_error_line(capsys, f"is {target.name} of the ttscale directory")
+    assert _tree(root) == before

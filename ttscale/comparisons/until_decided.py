@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ttscale.runstore.names import UNTIL_DECIDED
 from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.storage import RunDir
 from ttscale.stats.claims import ALLOWED_ACCURACY as ALLOWED
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ttscale.engine.base import AsyncEngine
     from ttscale.sweeps import SweepSpec
 
-FILE = "until_decided.json"
+FILE = UNTIL_DECIDED  # one of the toolkit's files: no `--out` of any command writes over it
 FORMAT = "ttscale.comparisons.until_decided"
 VERSION = 1
 #: The cap when none is given: enough for a 10-point difference at the usual discordance (tests/stats).

@@ -29,6 +29,8 @@ SWEEP = "sweep.json"
 """A sweep's grid and its cells: a folder holding it is a sweep."""
 COMPARE = "compare.json"
 """A paired comparison's result: a folder holding it is a comparison."""
+UNTIL_DECIDED = "until_decided.json"
+"""A comparison that stops once decided: its plan and each look, as read (ttscale.comparisons.until_decided)."""
 ALLOCATION = "allocate.json"
 """An allocation search's settings (`ttscale allocate`): a folder holding it is one."""
 ALLOCATION_TABLE = "table.json"
@@ -38,8 +40,8 @@ SEARCH = "search.json"
 TRIALS = "trials.jsonl"
 """A trial log's trials, one line each."""
 
-TOOLKIT_FILES = frozenset({CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, LOCK, SWEEP, COMPARE, ALLOCATION,
-                           ALLOCATION_TABLE, SEARCH, TRIALS})
+TOOLKIT_FILES = frozenset({CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, LOCK, SWEEP, COMPARE, UNTIL_DECIDED,
+                           ALLOCATION, ALLOCATION_TABLE, SEARCH, TRIALS})
 """Every file the toolkit writes in its folders: never written over by a path the user names."""
 
 
@@ -96,4 +98,5 @@ def _format_of(path: Path) -> object:
 
 
 __all__ = ["ALLOCATION", "ALLOCATION_TABLE", "COMPARE", "CONFIG", "ENGINE_LOG", "LOCK", "RESULTS", "SEARCH", "STAGES",
-           "SUMMARY", "SWEEP", "TOOLKIT_FILES", "TRIALS", "check_out_folder", "folder_entries", "refuse_folder"]
+           "SUMMARY", "SWEEP", "TOOLKIT_FILES", "TRIALS", "UNTIL_DECIDED", "check_out_folder", "folder_entries",
+           "refuse_folder"]
