@@ -14,7 +14,8 @@ import pytest
 import ttscale
 import ttscale.engine
 from ttscale.cli import main
-from ttscale.runstore.storage import GroupCommit, RunDir
+from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import GroupCommit
 from ttscale.testing import SimulatedArithmeticPolicy
 
 #: Every way a run's files are written: the lock and results.jsonl (open_for_writing), config.json and summary.json
