@@ -72,6 +72,34 @@ def test_the_pipeline_alone_writes_a_runs_files_new_and_resumed(tmp_path: Path, 
     assert writers == {"ttscale.pipeline"}
 
 
+def test_a_resume_reads_config_json_once_and_the_flags_given_go_over_the_stored_spec(
+    tmp_path: Path, writers: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ttscale.running.runner
+    import ttscale.runstore.storage
+
+    out = tmp_path / "run"
+    argv = ["run", "--strategy", "sc", "--budget", "256", "--param", "n=2", "--limit", "3", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    opened: list[str] = []
+    specs: list[Any] = []
+    open_regular, prepare = ttscale.runstore.storage.open_regular, ttscale.running.runner.prepare
+
+    def counted(path: Path, flags: int) -> tuple[int, bool]:
+        opened.append(path.name)
+        return open_regular(path, flags)
+
+    def recorded(spec: Any, **kwargs: Any) -> Any:
+        specs.append(spec)
+        return prepare(spec, **kwargs)
+
+    monkeypatch.setattr(ttscale.runstore.storage, "open_regular", counted)
+    monkeypatch.setattr(ttscale.running.runner, "prepare", recorded)
+    assert main(["run", "--resume", str(out), "--concurrency", "3", "--no-progress"]) == 0
+    assert opened.count("config.json") == 1  # the pipeline's opening, not the CLI too
+    assert [(s.concurrency, s.budget, s.limit, s.params["n"]) for s in specs] == [(3, "256", 3, "2")]  # flag wins
+
+
 def test_a_sweeps_cells_are_written_by_the_pipeline(tmp_path: Path, writers: set[str]) -> None:
     out = tmp_path / "sweep"
     argv = ["sweep", "--strategy", "best_of_n n=1|2", "--budgets", "96", "--limit", "2", "--task", "arithmetic",

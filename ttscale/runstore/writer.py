@@ -2,19 +2,22 @@
 three times.
 
     writer = open_run(path, resume=..., prepare=...)
-                              before anything starts: a new run's folder must be absent, empty or what a cut-off
-                              start left; a resumed run's config.json is read (today's shape, whatever version wrote
-                              it), the caller prepares the run from it, and the run prepared must be the run stored
-    with writer:              the folder made and locked, a torn last line cut off, config.json written (a new run),
+                              before anything starts (`RunDir.stored`, one call): a new run's folder must be absent,
+                              empty or what a cut-off start left; a resumed run's config.json is read, once (today's
+                              shape, whatever version wrote it), the caller prepares the run from it, and the run
+                              prepared must be the run stored
+    with writer:              the folder made and locked, a torn last line cut off, config.json written (a new run:
+                              `run_config.new_config`'s content, stamped with its format by `RunDir.write_config`),
                               what is left to run read (`writer.todo`, `writer.spent`); a new run that finished
                               nothing removes what it created on the way out, never a file it found
-        writer.started(info)  config.json records the engine that started (once)
+        writer.started(info)  config.json records the engine that started (once; through `RunDir.write_config` too)
         await writer.record(record)   (handed to the runner) one problem's record, durable before it counts as done
         writer.finish(...)    summary.json, from the run's records
 
 What a run file needs (regular files only, the lock, whole lines, atomic writes, format versions) happens inside
-these calls: `ttscale.runstore.storage` (`RunDir`), `runfiles`, `runformat`, `run_config` and `summary` are their
-parts.
+these calls, each entering `ttscale.runstore.storage` (`RunDir`) once: `runfiles`, `runformat`, `run_config` (what
+config.json holds) and `summary` are their parts; records handed over while one is made durable share its fsync
+(`GroupCommit`, here).
 """
 
 from __future__ import annotations
