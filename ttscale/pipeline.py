@@ -99,9 +99,9 @@ def carry_out(
             made = made(None if stored is None else RunSpec.from_stored(stored.get("spec") or {}, where=where))
         if distributed is not None:
             _check_distributed(made)
-        if stored is None:
-            return prepare(made)
-        return prepare(_with_stored_params(made, stored), task_defaults=False)  # never today's task defaults
+        if stored is not None:  # a resumed run: its stored parameters under those given, never today's task defaults
+            made = _with_stored_params(made, stored)
+        return prepare(made, task_defaults=stored is None)
 
     writer = open_run(out if out is not None else default_out(spec), resume=resume, prepare=prepared, argv=argv,
                       engine_log=not verbose and engine is None)

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 from ttscale.runstore.names import ENGINE_LOG, STAGES, SUMMARY
 from ttscale.runstore.run_config import Prepared, check_resume, new_config
 from ttscale.runstore.storage import RunDir, RunExists
-from ttscale.runstore.summary import CrossCheck, summarize
+from ttscale.runstore.summary import CrossCheck, spent, summarize
 
 P = TypeVar("P", bound=Prepared)
 """The prepared run (`ttscale.running.runner.Prepared`): the writer hands back what `prepare` made, as it is."""
@@ -100,7 +100,7 @@ class RunWriter(Generic[P]):
             records, cut_short = self._results()
             done = {str(r.get("id")) for r in records}
             self.todo = [p for p in self.prepared.problems if p.id not in done]
-            self.spent = _spent(records + cut_short)
+            self.spent = spent(records + cut_short)
         except BaseException:
             self._close(failed=True, made=made)
             raise
@@ -160,7 +160,7 @@ class RunWriter(Generic[P]):
         summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
                        resumed=len(self.todo) < len(prepared.problems) if resumed is None else resumed, **extra)
         if prepared.total is not None:
-            summary.update(total_budget=str(prepared.total), total_spent=_spent(records + cut_short))
+            summary.update(total_budget=str(prepared.total), total_spent=spent(records + cut_short))
         self._dir.write_json(SUMMARY, summary)
         return summary
 
@@ -217,11 +217,6 @@ class GroupCommit:
             for _, done in group:
                 if not done.done():
                     done.set_result(None)
-
-
-def _spent(records: list[dict[str, Any]]) -> float:
-    """What `records` spent (their ledgers' `spent`)."""
-    return sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in records)
 
 
 __all__ = ["GroupCommit", "RunExists", "RunWriter", "open_run"]
