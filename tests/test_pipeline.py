@@ -100,6 +100,22 @@ def test_a_resume_reads_config_json_once_and_the_flags_given_go_over_the_stored_
     assert [(s.concurrency, s.budget, s.limit, s.params["n"]) for s in specs] == [(3, "256", 3, "2")]  # flag wins
 
 
+def test_workers_on_a_resume_are_refused_for_the_stored_total_budget_before_anything_starts(
+    tmp_path: Path, writers: set[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stored spec is known only once the pipeline read config.json: the CLI's refusal still comes, before any
+    worker or engine starts, and the run is left as it was."""
+    out = tmp_path / "run"
+    argv = ["run", "--strategy", "sc", "--budget", "256", "--total-budget", "512", "--param", "n=2", "--limit", "2",
+            "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--workers", "2", "--no-progress"]) == 2
+    assert "run: --total-budget needs one process" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_a_sweeps_cells_are_written_by_the_pipeline(tmp_path: Path, writers: set[str]) -> None:
     out = tmp_path / "sweep"
     argv = ["sweep", "--strategy", "best_of_n n=1|2", "--budgets", "96", "--limit", "2", "--task", "arithmetic",
