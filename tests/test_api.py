@@ -244,14 +244,19 @@ def test_the_cli_and_the_api_hand_the_same_spec_to_one_path(
     import ttscale.engine
     import ttscale.pipeline
     from ttscale.cli import build_parser, main
+    from ttscale.pipeline import SpecOver
     from ttscale.running.runner import RunSpec
     from ttscale.testing import SimulatedArithmeticPolicy
 
     calls: list[tuple[RunSpec, dict[str, object]]] = []
     carry_out = ttscale.pipeline.carry_out
 
-    def recorded(spec: RunSpec, **kwargs: object) -> ttscale.Run:
-        calls.append((spec, kwargs))
+    def recorded(spec: RunSpec | SpecOver, **kwargs: object) -> ttscale.Run:
+        made = spec
+        if not isinstance(made, RunSpec):  # `--resume`: the flags over the stored spec, as carry_out applies them
+            config = Path(str(kwargs["out"])) / "config.json"
+            made = made(RunSpec.from_stored(json.loads(config.read_text())["spec"], where=config))
+        calls.append((made, kwargs))
         return carry_out(spec, **kwargs)  # type: ignore[arg-type]
 
     async def simulated(config: object) -> SimulatedArithmeticPolicy:

@@ -14,7 +14,8 @@ import pytest
 import ttscale
 import ttscale.engine
 from ttscale.cli import main
-from ttscale.runstore.storage import GroupCommit, RunDir
+from ttscale.runstore.storage import RunDir
+from ttscale.runstore.writer import GroupCommit
 from ttscale.testing import SimulatedArithmeticPolicy
 
 #: Every way a run's files are written: the lock and results.jsonl (open_for_writing), config.json and summary.json
@@ -69,6 +70,50 @@ def test_the_pipeline_alone_writes_a_runs_files_new_and_resumed(tmp_path: Path, 
                        engine=SimulatedArithmeticPolicy(seed=1))
     assert done.summary["problems"] == 2
     assert writers == {"ttscale.pipeline"}
+
+
+def test_a_resume_reads_config_json_once_and_the_flags_given_go_over_the_stored_spec(
+    tmp_path: Path, writers: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ttscale.running.runner
+    import ttscale.runstore.storage
+
+    out = tmp_path / "run"
+    argv = ["run", "--strategy", "sc", "--budget", "256", "--param", "n=2", "--limit", "3", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    opened: list[str] = []
+    specs: list[Any] = []
+    open_regular, prepare = ttscale.runstore.storage.open_regular, ttscale.running.runner.prepare
+
+    def counted(path: Path, flags: int) -> tuple[int, bool]:
+        opened.append(path.name)
+        return open_regular(path, flags)
+
+    def recorded(spec: Any, **kwargs: Any) -> Any:
+        specs.append(spec)
+        return prepare(spec, **kwargs)
+
+    monkeypatch.setattr(ttscale.runstore.storage, "open_regular", counted)
+    monkeypatch.setattr(ttscale.running.runner, "prepare", recorded)
+    assert main(["run", "--resume", str(out), "--concurrency", "3", "--no-progress"]) == 0
+    assert opened.count("config.json") == 1  # the pipeline's opening, not the CLI too
+    assert [(s.concurrency, s.budget, s.limit, s.params["n"]) for s in specs] == [(3, "256", 3, "2")]  # flag wins
+
+
+def test_workers_on_a_resume_are_refused_for_the_stored_total_budget_before_anything_starts(
+    tmp_path: Path, writers: set[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stored spec is known only once the pipeline read config.json: the CLI's refusal still comes, before any
+    worker or engine starts, and the run is left as it was."""
+    out = tmp_path / "run"
+    argv = ["run", "--strategy", "sc", "--budget", "256", "--total-budget", "512", "--param", "n=2", "--limit", "2",
+            "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--workers", "2", "--no-progress"]) == 2
+    assert "run: --total-budget needs one process" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_a_sweeps_cells_are_written_by_the_pipeline(tmp_path: Path, writers: set[str]) -> None:

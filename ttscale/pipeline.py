@@ -1,7 +1,8 @@
 """The run pipeline: one run from its `RunSpec` to its finished directory, and the only writer of a run's files.
 
-    spec ─ carry_out ─ RunStore.check (a new run's folder, or the stored run to resume) ─ runner.prepare
-             ─ store.writer (the identity `--resume` checks) ─ with writer: lock, config.json
+    spec ─ carry_out ─ open_run (a new run's folder checked, or the stored run's config.json read once: a
+             `SpecOver` spec, `--resume`'s flags, goes over its spec) ─ runner.prepare ─ the identity `--resume`
+             checks ─ with writer: lock, config.json
              ─ engine (started here, shared, or Ray workers) ─ writer.started (config.json records it)
              ─ runner.solve_problems (strategy, verifiers, ledger per problem) ─ writer.record (durable, each)
              ─ writer.finish (summary.json) ─ Finished
@@ -50,17 +51,13 @@ class Finished:
     summary: dict[str, Any]
 
 
-def stored_spec(folder: str | Path) -> RunSpec:
-    """The spec the run in `folder` was made with (config.json), for `--resume` to put the flags given on."""
-    from ttscale.running.run_spec import RunSpec
-    from ttscale.runstore.storage import CONFIG, RunDir
-
-    stored = RunDir(folder)
-    return RunSpec.from_stored(stored.read_config().get("spec") or {}, where=stored.path / CONFIG)
+#: How a resumed run's spec is made from the stored run's (None: a new run's): `ttscale run --resume DIR` puts the
+#: flags given over the stored settings. `carry_out` calls it with the spec its one read of config.json found.
+SpecOver = Callable[["RunSpec | None"], "RunSpec"]
 
 
 def carry_out(
-    spec: RunSpec,
+    spec: RunSpec | SpecOver,
     *,
     out: str | Path | None = None,
     engine: SharedEngine | AsyncEngine | None = None,
@@ -73,6 +70,8 @@ def carry_out(
 ) -> Finished:
     """Run `spec` into `out` (None: `default_out`) and return the run (see the module doc).
 
+    `spec`: the run's spec, or how to make it from the stored one (`SpecOver`: config.json is read once, here,
+    and `out` must be given).
     `resume`: None = continue the run `out` holds, if it holds one (`ttscale.run`); False = a new run, refused where
     `out` holds one; True = continue the run `out` holds (`--resume`). A resumed run takes the parameters it was made
     with for those `spec` leaves unset, and must otherwise be the run stored (`check_resume`). Every check is made
@@ -81,22 +80,28 @@ def carry_out(
     handlers there). `verbose`: the engine's output goes to this terminal instead of the run's engine.log. `argv`:
     the command config.json records (None: sys.argv).
     """
+    from ttscale.running.run_spec import RunSpec
     from ttscale.running.runner import prepare
     from ttscale.running.session import drive
+    from ttscale.runstore.names import CONFIG
     from ttscale.runstore.run_config import default_out
     from ttscale.runstore.writer import open_run
 
-    if distributed is not None:
-        if engine is not None:
-            raise ValueError("distributed= starts an engine on each Ray worker; engine= is for a run in this process")
-        if spec.total_budget is not None:
-            raise ValueError("a total budget needs one process (its pool ledger is in memory): drop distributed=")
-        if spec.backend != "vllm":
-            raise ValueError("distributed= starts vLLM engines; it does not apply to a served model (backend "
-                             f"{spec.backend})")
+    if distributed is not None and engine is not None:
+        raise ValueError("distributed= starts an engine on each Ray worker; engine= is for a run in this process")
+    if out is None and not isinstance(spec, RunSpec):
+        raise ValueError("a spec made over the stored run's needs out= (the run to read it from)")
 
-    def prepared(stored: dict[str, Any] | None) -> Prepared:  # a resumed run never takes today's task defaults
-        return prepare(spec) if stored is None else prepare(_with_stored_params(spec, stored), task_defaults=False)
+    def prepared(stored: dict[str, Any] | None) -> Prepared:
+        made = spec
+        if not isinstance(made, RunSpec):  # config.json's one read is `stored`
+            where = Path(str(out)) / CONFIG
+            made = made(None if stored is None else RunSpec.from_stored(stored.get("spec") or {}, where=where))
+        if distributed is not None:
+            _check_distributed(made)
+        if stored is not None:  # a resumed run: its stored parameters under those given, never today's task defaults
+            made = _with_stored_params(made, stored)
+        return prepare(made, task_defaults=stored is None)
 
     writer = open_run(out if out is not None else default_out(spec), resume=resume, prepare=prepared, argv=argv,
                       engine_log=not verbose and engine is None)
@@ -107,6 +112,15 @@ def carry_out(
         return await _launch(writer, engine=on, distributed=distributed, progress=progress)
 
     return Finished(path=writer.path, summary=drive(engine, work))
+
+
+def _check_distributed(spec: RunSpec) -> None:
+    """Refuse what Ray workers cannot run (before anything starts)."""
+    if spec.total_budget is not None:
+        raise ValueError("a total budget needs one process (its pool ledger is in memory): drop distributed=")
+    if spec.backend != "vllm":
+        raise ValueError("distributed= starts vLLM engines; it does not apply to a served model (backend "
+                         f"{spec.backend})")
 
 
 def _with_stored_params(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
@@ -282,5 +296,5 @@ async def run_problems(
     return summary
 
 
-__all__ = ["Finished", "RunExists", "carry_out", "execute", "open_cell", "run_cell", "run_problems", "stored_spec",
+__all__ = ["Finished", "RunExists", "SpecOver", "carry_out", "execute", "open_cell", "run_cell", "run_problems",
            "write_cell"]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ttscale.runstore import runfiles, storage
-from ttscale.runstore.storage import GroupCommit, RunDir, RunDirError, StorageError
+from ttscale.runstore.storage import RunDir, RunDirError, StorageError
+from ttscale.runstore.writer import GroupCommit
 
 
 def test_write_json_is_sorted_indented_and_ends_in_a_newline(tmp_path: Path) -> None:

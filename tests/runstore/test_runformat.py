@@ -20,7 +20,7 @@ import ttscale
 from ttscale.cli import main
 from ttscale.engine.base import EngineConfig
 from ttscale.running.runner import RunSpec, prepare
-from ttscale.runstore.run_config import check_resume, write_config
+from ttscale.runstore.run_config import check_resume, new_config
 from ttscale.runstore.runformat import FORMAT_VERSION, RunFormatError, migrate_config, migrate_record, stamp_record
 from ttscale.runstore.runs import RunLoadError, read_run
 from ttscale.runstore.storage import CONFIG, RESULTS, RunDir, RunDirError
@@ -193,14 +193,18 @@ def test_an_older_v1_cli_run_resumes_with_its_engine_settings_read_as_today(
 
 
 def test_recording_the_engine_of_a_v1_run_writes_its_config_in_v2(tmp_path: Path) -> None:
-    from ttscale.runstore.run_config import record_engine
-
     run = copy("best_of_n", tmp_path)
+    config = raw_config(run)
+    del config["environment"]["engine"]  # a run killed while its engine started: resuming records it
+    (run / CONFIG).write_text(json.dumps(config), encoding="utf-8")
+    stored = (run / RESULTS).read_text(encoding="utf-8").splitlines(keepends=True)
+    (run / RESULTS).write_text("".join(stored[:-1]), encoding="utf-8")  # a problem left: the engine starts
     before = RunDir(run).read_config()
-    record_engine(RunDir(run), {"backend": "simulator", "seen": 1}, config=RunDir(run).read_config())
+    engine = SimulatedArithmeticPolicy(seed=0)
+    resume_as_stored(run, engine)
     assert raw_config(run)["format"] == FORMAT_VERSION
     assert RunDir(run).read_config() == {**before, "environment": {**before["environment"],
-                                                                   "engine": {"backend": "simulator", "seen": 1}}}
+                                                                   "engine": engine.describe()}}
 
 
 def test_a_resumed_v1_run_appends_v2_records_after_its_v1_ones(tmp_path: Path) -> None:
@@ -317,7 +321,7 @@ def test_todays_run_files_carry_the_format(tmp_path: Path) -> None:
     prepared = prepare(RunSpec(strategy="best_of_n", task="arithmetic", limit=1))
     run_dir = RunDir(tmp_path / "run")
     with run_dir.open_for_writing():
-        write_config(run_dir, prepared, argv=["ttscale"])
+        run_dir.write_config(new_config(prepared, argv=["ttscale"]))
         run_dir.append({"id": "a", "correct": True})
         run_dir.append_many([{"id": "b", "correct": False}, {"id": "c", "format": FORMAT_VERSION}])
     assert raw_config(run_dir.path)["format"] == FORMAT_VERSION
@@ -365,7 +369,7 @@ def test_a_v2_run_keeps_max_model_len_none_its_own_choice(tmp_path: Path) -> Non
     prepared = prepare(spec)
     run_dir = RunDir(tmp_path / "run")
     run_dir.path.mkdir()
-    write_config(run_dir, prepared, argv=["ttscale"])
+    run_dir.write_config(new_config(prepared, argv=["ttscale"]))
     assert run_dir.read_config()["identity"]["engine"]["max_model_len"] is None
     check_resume(run_dir, prepared)  # resumes as itself (version 1's reading made it -1, and refused this)
     with pytest.raises(RunDirError, match=r"max_model_len: stored null vs now -1"):

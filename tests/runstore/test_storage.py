@@ -132,7 +132,7 @@ def test_problems_finishing_together_share_an_fsync_and_each_returns_only_once_d
 ) -> None:
     import os
 
-    from ttscale.runstore.storage import GroupCommit
+    from ttscale.runstore.writer import GroupCommit
 
     synced: list[int] = []  # the file's size at each fsync: what is durable
     real_fsync = os.fsync
@@ -170,7 +170,8 @@ def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their
     import errno
     import os
 
-    from ttscale.runstore.storage import GroupCommit, StorageError
+    from ttscale.runstore.storage import StorageError
+    from ttscale.runstore.writer import GroupCommit
 
     run = RunDir(tmp_path)
     real_fsync = os.fsync
@@ -195,7 +196,7 @@ def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their
 
 
 def test_a_problem_cancelled_while_its_line_is_written_still_has_it_saved(tmp_path: Path) -> None:
-    from ttscale.runstore.storage import GroupCommit
+    from ttscale.runstore.writer import GroupCommit
 
     run = RunDir(tmp_path)
 

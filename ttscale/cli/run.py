@@ -11,7 +11,7 @@ from typing import Any
 
 from ttscale.engine.base import EngineFatalError
 from ttscale.errors import Stopped, UsageError
-from ttscale.pipeline import RunExists
+from ttscale.pipeline import RunExists, SpecOver
 from ttscale.registry import UnknownNameError
 from ttscale.running.distributed import DistributedConfig, DistributedError
 from ttscale.running.runner import RunSpec
@@ -47,24 +47,31 @@ def register_prepare(sub: Any) -> None:
     p.set_defaults(func=cmd_prepare)
 
 
-def build_spec(args: argparse.Namespace) -> tuple[RunSpec, Path, bool]:
-    """The spec from flags; with --resume, from the stored run, flags given on top (and then compared)."""
+def build_spec(args: argparse.Namespace) -> tuple[RunSpec | SpecOver, Path, bool]:
+    """The spec of the flags, where the run goes, and whether it is resumed. With --resume the spec is how the flags
+    go over the stored run's (`SpecOver`): the run pipeline reads config.json once, and compares what it makes."""
     if args.config:
         from ttscale.cli.config import apply_config_file
 
         apply_config_file(args)
-    from ttscale.pipeline import stored_spec
-
-    base = None
     if args.resume:
-        base = stored_spec(args.resume)
-    elif not args.strategy:
+        if args.out and args.out != args.resume:
+            raise UsageError("run: give --resume DIR alone (the run continues in DIR), not with another --out")
+        return _flags_over(args), Path(args.resume), True
+    if not args.strategy:
         raise UsageError("run: --strategy is required (see `ttscale list`), or --resume DIR")
-    spec = RunSpec.from_cli_args(args, base=base)  # the flags given, on the stored spec when resuming
-    out = Path(args.resume or args.out or default_out(spec))
-    if args.out and args.resume and args.out != args.resume:
-        raise UsageError("run: give --resume DIR alone (the run continues in DIR), not with another --out")
-    return spec, out, bool(args.resume)
+    spec = _flags_over(args)(None)
+    return spec, Path(args.out or default_out(spec)), False
+
+
+def _flags_over(args: argparse.Namespace) -> SpecOver:
+    """The spec of the flags given over `base` (the stored run's on --resume; None: a new run's defaults)."""
+    def spec(base: RunSpec | None) -> RunSpec:
+        made = RunSpec.from_cli_args(args, base=base)
+        _check_workers(args, made)
+        return made
+
+    return spec
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -85,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         spec, out, resuming = build_spec(args)
         stop.hint = f"; continue with --resume {out}"
-        done = carry_out(spec, out=out, resume=resuming, distributed=_distributed(args, spec),
+        done = carry_out(spec, out=out, resume=resuming, distributed=_distributed(args),
                          progress=not args.no_progress, verbose=args.verbose, started=started)
     except BaseException as exc:
         said = _running_error(exc, out, stop) if launched and out is not None else _checking_error(exc)
@@ -153,18 +160,24 @@ def _saved_hint(out: Path) -> str:
     return f"; {saved} finished problems are saved: continue with --resume {out}" if saved else ""
 
 
-def _distributed(args: argparse.Namespace, spec: RunSpec) -> DistributedConfig | None:
-    """The Ray settings, when --workers or --ray-address asks for workers."""
-    ray_flags = [f for f in _RAY_FLAGS if getattr(args, f, None) is not None]
-    if spec.total_budget is not None and (args.workers is not None or args.ray_address is not None):
+def _check_workers(args: argparse.Namespace, spec: RunSpec) -> None:
+    """Refuse Ray workers for a spec they cannot run."""
+    if args.workers is None and args.ray_address is None:
+        return
+    if spec.total_budget is not None:
         raise UsageError("run: --total-budget needs one process (its pool ledger is in memory); drop --workers")
+    if spec.backend != "vllm":
+        raise UsageError("run: --workers and --ray-address start vLLM engines; they do not apply to --backend "
+                         f"{spec.backend}")
+
+
+def _distributed(args: argparse.Namespace) -> DistributedConfig | None:
+    """The Ray settings, when --workers or --ray-address asks for workers (the spec is checked by `_check_workers`)."""
+    ray_flags = [f for f in _RAY_FLAGS if getattr(args, f, None) is not None]
     if args.workers is None and args.ray_address is None:
         if ray_flags:
             raise UsageError(f"run: --{ray_flags[0].replace('_', '-')} applies with --workers or --ray-address")
         return None
-    if spec.backend != "vllm":
-        raise UsageError("run: --workers and --ray-address start vLLM engines; they do not apply to --backend "
-                         f"{spec.backend}")
     try:
         return DistributedConfig(
             workers=args.workers,

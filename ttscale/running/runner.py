@@ -103,6 +103,9 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     assert name is not None
     fn = STRATEGIES.get(name)
     budget = Budget.parse(spec.budget)
+    total = Budget.parse(spec.total_budget) if spec.total_budget is not None else None
+    if total is not None and total.unit != budget.unit:
+        raise BudgetError(f"the total budget must be in the unit of the budget ({budget.unit}), got {total.unit}")
     task = load_task(spec.task, **spec.task_options)
     cls = params_class(fn)
     if task_defaults:
@@ -128,9 +131,6 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
             raise
         raise ModelError(f"{exc} (the openai backend needs the model's tokenizer here: give --tokenizer)") from None
     meters = build_meters(budget, model_path, hardware=spec.hardware)
-    total = Budget.parse(spec.total_budget) if spec.total_budget is not None else None
-    if total is not None and total.unit != budget.unit:
-        raise BudgetError(f"the total budget must be in the unit of the budget ({budget.unit}), got {total.unit}")
     return Prepared(spec, name, fn, params, budget, task, problems, meters, total=total)
 
 
@@ -182,10 +182,11 @@ async def solve_problems(
     without one, a problem's tokens are counted when its record comes back.
     """
     semaphore = asyncio.Semaphore(concurrency)
+    most = _token_budget(prepared, len(todo))
     tracker = Progress(
         problems=len(prepared.problems),
         done=len(prepared.problems) - len(todo),
-        token_budget=_token_budget(prepared, len(todo)),
+        token_budget=most,
         enabled=progress,
         file=progress_file,
     )

@@ -1,7 +1,8 @@
 """A run's config.json: the identity `--resume` checks, the spec it was made from, the machine it ran on.
 
-Written stamped with its format version and read back in today's shape, whatever version wrote it
-(`ttscale.runstore.runformat`, through `RunDir.write_config` and `RunDir.read_config`)."""
+What it holds is made here (`new_config`) and compared here (`check_resume`); the run's writer
+(`ttscale.runstore.writer`) writes it, stamped with its format version, and it is read back in today's shape whatever
+version wrote it (`ttscale.runstore.runformat`, through `RunDir.write_config` and `RunDir.read_config`)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol
 
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
-
-if TYPE_CHECKING:
-    from ttscale.engine.base import AsyncEngine
 
 
 class Prepared(Protocol):
@@ -56,42 +54,29 @@ class Prepared(Protocol):
 RunSpec = Any
 
 
-def write_config(
-    run_dir: RunDir, prepared: Prepared, engine: AsyncEngine | dict[str, Any] | None = None,
-    argv: list[str] | None = None,
-) -> dict[str, Any]:
-    """Write config.json, and return what it holds (today's shape). Called before the engine starts (engine None), so
-    a run killed while its engine starts can already be resumed; `record_engine` adds the engine's description once
-    it runs."""
+def new_config(prepared: Prepared, engine: dict[str, Any] | None = None, argv: list[str] | None = None
+               ) -> dict[str, Any]:
+    """A new run's config.json, in today's shape (the writer stamps its format version and writes it before the
+    engine starts, so a run killed while its engine starts can already be resumed). `engine`: the engine's
+    description when known (else recorded once it runs: `RunWriter.started`); `argv`: the command (None: sys.argv)."""
     from ttscale.version import __version__
 
     spec = json.loads(json.dumps(asdict(prepared.spec), default=str))
     public_url = getattr(prepared.spec.server, "public_url", None)
     if public_url is not None:  # never a user:password or a query value from the URL (a served model's)
         spec["server"]["base_url"] = public_url()
-    info = engine.describe() if engine is not None and not isinstance(engine, dict) else engine
-    config = {
+    return {
         "identity": json.loads(json.dumps(prepared.identity(), default=str)),
         "spec": spec,
         "environment": {
             "ttscale_version": __version__,
             "python": platform.python_version(),
             "platform": platform.platform(),
-            "engine": info,
+            "engine": engine,
         },
         "command": redact_argv(argv if argv is not None else sys.argv),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    run_dir.write_config(config)
-    return config
-
-
-def record_engine(run_dir: RunDir, info: dict[str, Any], *, config: dict[str, Any]) -> None:
-    """Add the started engine's description (versions, settings) to `config`, config.json as its writer holds it
-    (written, or read in today's shape, by this run: not read again), and write it (an older version's config is
-    written back in today's shape and version: it was read in it)."""
-    config.setdefault("environment", {})["engine"] = info
-    run_dir.write_config(config)
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:

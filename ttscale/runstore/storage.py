@@ -10,7 +10,6 @@ today's shape whatever version wrote them (`ttscale.runstore.runformat`)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import json
@@ -38,6 +37,10 @@ from ttscale.runstore.runfiles import (
 from ttscale.runstore.runformat import migrate_config, migrate_record, stamp_config, stamp_record
 
 _RUN_FILES = (CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, _LOCK)
+
+
+class RunExists(RunDirError):
+    """A new run was asked for (`resume=False`) in a directory that holds one."""
 
 
 class RunDir:
@@ -122,6 +125,17 @@ class RunDir:
         """Whether the directory holds a run (its config.json): the one rule of `--resume` and `--out`."""
         return os.path.lexists(self.path / CONFIG)
 
+    def stored(self, *, resume: bool | None) -> dict[str, Any] | None:
+        """The config.json of the run this folder holds, to continue (`read_config`), or None: a new run, once the
+        folder is fit for one (`check_new`). `resume`: True = continue the run held (refused in one line where it
+        holds none); False = a new run, refused (`RunExists`) where it holds one; None = whichever it holds."""
+        if self.has_results() if resume is None else resume:
+            return self.read_config()
+        if self.has_results():
+            raise RunExists(f"{str(self.path)!r} already holds a run: continue it with --resume, or pick another --out")
+        self.check_new()  # never a run mixed into someone's files (a failed start would then clean up among them)
+        return None
+
     def check_new(self) -> None:
         """Refuse to start a new run here unless the directory is absent, empty, or holds only what a start cut
         off before its config.json left (the lock, an empty results file): never mix a run into other files."""
@@ -161,9 +175,10 @@ class RunDir:
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write atomically: a reader sees the old file or the new one, never half of one. `data` is written as
         given: config.json goes through `write_config`, which stamps its format version."""
-        text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+        # ASCII: a lone surrogate (a model's broken bytes) is written as the JSON escape that reads back to it.
+        text = json.dumps(data, indent=2, sort_keys=True, default=str, ensure_ascii=True) + "\n"
         new = not os.path.lexists(self.path / name)
-        write_atomic(self.path / name, _utf8(text, data, indent=2, sort_keys=True))
+        write_atomic(self.path / name, text.encode("ascii"))
         if new:
             self._created.add(name)
 
@@ -344,47 +359,6 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return record
 
 
-class GroupCommit:
-    """Durable appends for many problems finishing at once: each `append` returns once its line is fsynced, but lines
-    that finish while one fsync runs share the next, in a thread, so the event loop keeps feeding the engine (at GPU
-    rates an fsync per problem on the loop was the harness's largest cost after the record's serialisation)."""
-
-    def __init__(self, run_dir: RunDir) -> None:
-        self._run_dir = run_dir
-        self._pending: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
-        self.commits = 0
-        """fsyncs done (each for one or more lines)."""
-
-    async def append(self, record: dict[str, Any]) -> None:
-        done = asyncio.get_running_loop().create_future()
-        self._pending.append((record, done))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.ensure_future(self._drain())
-        # Shielded: a caller cancelled while waiting leaves its line to be written, never half of a group.
-        await asyncio.shield(done)
-
-    async def close(self) -> None:
-        """Wait until every line handed over is written (or has failed)."""
-        while self._writer is not None and not self._writer.done():
-            await asyncio.shield(self._writer)
-
-    async def _drain(self) -> None:
-        while self._pending:
-            group, self._pending = self._pending, []
-            try:
-                await asyncio.to_thread(self._run_dir.append_many, [record for record, _ in group])
-                self.commits += 1
-            except Exception as exc:
-                for _, done in group:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
-            for _, done in group:
-                if not done.done():
-                    done.set_result(None)
-
-
 def _utf8(text: str, data: Any, **dump: Any) -> bytes:
     """`text` as UTF-8; text holding lone surrogates (a model's broken bytes) is written with JSON
     escapes instead, which read back to the same string (UTF-8 cannot carry them at all)."""
@@ -395,5 +369,5 @@ def _utf8(text: str, data: Any, **dump: Any) -> bytes:
         return (json.dumps(data, ensure_ascii=True, default=str, **dump) + newline).encode("ascii")
 
 
-__all__ = ["CONFIG", "ENGINE_LOG", "RESULTS", "SUMMARY", "GroupCommit", "RunDir", "RunDirError", "StorageError",
+__all__ = ["CONFIG", "ENGINE_LOG", "RESULTS", "SUMMARY", "RunDir", "RunDirError", "RunExists", "StorageError",
            "storage_error"]

@@ -70,6 +70,12 @@ def summarize(
     }
 
 
+def spent(records: Sequence[dict[str, Any]]) -> float:
+    """What `records` spent (their ledgers' `spent`): a run's `total_spent`, and what a resumed run's pool starts
+    with."""
+    return sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in records)
+
+
 def _total(summary: dict[str, Any]) -> str:
     """A whole-task budget and what the run spent of it (summary.json's `total_budget`, `total_spent`)."""
     spent = summary.get("total_spent")

@@ -2,23 +2,27 @@
 three times.
 
     writer = open_run(path, resume=..., prepare=...)
-                              before anything starts: a new run's folder must be absent, empty or what a cut-off
-                              start left; a resumed run's config.json is read (today's shape, whatever version wrote
-                              it), the caller prepares the run from it, and the run prepared must be the run stored
-    with writer:              the folder made and locked, a torn last line cut off, config.json written (a new run),
+                              before anything starts (`RunDir.stored`, one call): a new run's folder must be absent,
+                              empty or what a cut-off start left; a resumed run's config.json is read, once (today's
+                              shape, whatever version wrote it), the caller prepares the run from it, and the run
+                              prepared must be the run stored
+    with writer:              the folder made and locked, a torn last line cut off, config.json written (a new run:
+                              `run_config.new_config`'s content, stamped with its format by `RunDir.write_config`),
                               what is left to run read (`writer.todo`, `writer.spent`); a new run that finished
                               nothing removes what it created on the way out, never a file it found
-        writer.started(info)  config.json records the engine that started (once)
+        writer.started(info)  config.json records the engine that started (once; through `RunDir.write_config` too)
         await writer.record(record)   (handed to the runner) one problem's record, durable before it counts as done
         writer.finish(...)    summary.json, from the run's records
 
 What a run file needs (regular files only, the lock, whole lines, atomic writes, format versions) happens inside
-these calls: `ttscale.runstore.storage` (`RunDir`), `runfiles`, `runformat`, `run_config` and `summary` are their
-parts.
+these calls, each entering `ttscale.runstore.storage` (`RunDir`) once: `runfiles`, `runformat`, `run_config` (what
+config.json holds) and `summary` are their parts; records handed over while one is made durable share its fsync
+(`GroupCommit`, here).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -26,16 +30,12 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from ttscale.runstore.names import ENGINE_LOG, STAGES, SUMMARY
-from ttscale.runstore.run_config import Prepared, check_resume, record_engine, write_config
-from ttscale.runstore.storage import GroupCommit, RunDir, RunDirError
-from ttscale.runstore.summary import CrossCheck, summarize
+from ttscale.runstore.run_config import Prepared, check_resume, new_config
+from ttscale.runstore.storage import RunDir, RunExists
+from ttscale.runstore.summary import CrossCheck, spent, summarize
 
 P = TypeVar("P", bound=Prepared)
 """The prepared run (`ttscale.running.runner.Prepared`): the writer hands back what `prepare` made, as it is."""
-
-
-class RunExists(RunDirError):
-    """A new run was asked for (`resume=False`) in a directory that holds one."""
 
 
 def open_run(path: str | Path, *, resume: bool | None, prepare: Callable[[dict[str, Any] | None], P],
@@ -51,13 +51,7 @@ def open_run(path: str | Path, *, resume: bool | None, prepare: Callable[[dict[s
     (`writer.engine_log`), which a discarded run removes.
     """
     run_dir = RunDir(path)
-    stored = None
-    if run_dir.has_results() if resume is None else resume:
-        stored = run_dir.read_config()  # a folder that holds no run is refused here
-    elif run_dir.has_results():
-        raise RunExists(f"{str(run_dir.path)!r} already holds a run: continue it with --resume, or pick another --out")
-    else:  # never a run mixed into someone's files (a failed start would then clean up among them)
-        run_dir.check_new()
+    stored = run_dir.stored(resume=resume)  # config.json's one read (a resumed run's)
     prepared = prepare(stored)
     if stored is not None:
         check_resume(run_dir, prepared, config=stored)
@@ -98,14 +92,15 @@ class RunWriter(Generic[P]):
         self._held.enter_context(self._dir.open_for_writing())
         try:
             if self.new:  # before any engine starts: a run killed while its engine starts can be resumed
-                self._config = write_config(self._dir, self.prepared, self._engine, argv=self._argv)
+                self._config = new_config(self.prepared, self._engine, argv=self._argv)
+                self._dir.write_config(self._config)
             for name, path in ((ENGINE_LOG, self.engine_log), (STAGES, self.stages)):
                 if path is not None and not path.exists():
                     self._dir.claim(name)  # made by this run, if at all: a discarded run removes it
             records, cut_short = self._results()
             done = {str(r.get("id")) for r in records}
             self.todo = [p for p in self.prepared.problems if p.id not in done]
-            self.spent = _spent(records + cut_short)
+            self.spent = spent(records + cut_short)
         except BaseException:
             self._close(failed=True, made=made)
             raise
@@ -125,7 +120,11 @@ class RunWriter(Generic[P]):
         """config.json records the engine the run started (its versions and settings), unless it records one
         already (a resumed run's, or one written with its engine)."""
         if not self._recorded:
-            record_engine(self._dir, description, config=self._config or {})  # as written or read: not read again
+            # config.json as this run wrote or read it (today's shape; an older version's is written back in
+            # today's version: it was read in it), not read again.
+            config = self._config if self._config is not None else {}
+            config.setdefault("environment", {})["engine"] = description
+            self._dir.write_config(config)
             self._recorded = True
 
     async def record(self, record: dict[str, Any]) -> None:
@@ -161,7 +160,7 @@ class RunWriter(Generic[P]):
         summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
                        resumed=len(self.todo) < len(prepared.problems) if resumed is None else resumed, **extra)
         if prepared.total is not None:
-            summary.update(total_budget=str(prepared.total), total_spent=_spent(records + cut_short))
+            summary.update(total_budget=str(prepared.total), total_spent=spent(records + cut_short))
         self._dir.write_json(SUMMARY, summary)
         return summary
 
@@ -179,9 +178,45 @@ class RunWriter(Generic[P]):
             self._held.close()
 
 
-def _spent(records: list[dict[str, Any]]) -> float:
-    """What `records` spent (their ledgers' `spent`)."""
-    return sum(float((r.get("ledger") or {}).get("spent", 0.0)) for r in records)
+class GroupCommit:
+    """Durable appends for many problems finishing at once: each `append` returns once its line is fsynced, but lines
+    that finish while one fsync runs share the next, in a thread, so the event loop keeps feeding the engine (at GPU
+    rates an fsync per problem on the loop was the harness's largest cost after the record's serialisation)."""
+
+    def __init__(self, run_dir: RunDir) -> None:
+        self._run_dir = run_dir
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.commits = 0
+        """fsyncs done (each for one or more lines)."""
+
+    async def append(self, record: dict[str, Any]) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self._pending.append((record, done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.ensure_future(self._drain())
+        # Shielded: a caller cancelled while waiting leaves its line to be written, never half of a group.
+        await asyncio.shield(done)
+
+    async def close(self) -> None:
+        """Wait until every line handed over is written (or has failed)."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+
+    async def _drain(self) -> None:
+        while self._pending:
+            group, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self._run_dir.append_many, [record for record, _ in group])
+                self.commits += 1
+            except Exception as exc:
+                for _, done in group:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            for _, done in group:
+                if not done.done():
+                    done.set_result(None)
 
 
-__all__ = ["RunExists", "RunWriter", "open_run"]
+__all__ = ["GroupCommit", "RunExists", "RunWriter", "open_run"]
