@@ -191,6 +191,7 @@ def _differing(alone: dict[str, dict[str, Any]], together: dict[str, dict[str, A
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # two engines of its own beside the session's (tests/conftest.py: _engine_memory_turn)
 def test_deterministic_samples_at_concurrency_1_and_16_and_on_two_workers_one_killed(
     ray_cluster: None, sync_engine: Any, tmp_path: Path
 ) -> None:
