@@ -65,8 +65,9 @@ def _engine_memory_turn(request: pytest.FixtureRequest, tmp_path_factory: pytest
 
     An engine with its processes holds about 4.9 GiB here (3.9 GiB with a 1 GiB KV cache), and each worker keeps its
     session engine. The Ray test adds two engines and Ray itself: beside the other worker's session engine and a
-    CLI's engine, the 24 GiB machine reached 96.8% and Ray's memory monitor killed both of its workers as their
-    engines started. Slow tests take a shared lock, a test that runs `alone` the exclusive one; fast tests take none.
+    CLI's engine (and an engine a killed script had left behind, 3.7 GB), the 24 GiB machine reached 96.8% and Ray's
+    memory monitor killed both of its workers as their engines started. Slow tests take a shared lock, a test that
+    runs `alone` the exclusive one; fast tests take none.
     """
     if os.environ.get("PYTEST_XDIST_WORKER") is None or request.node.get_closest_marker("slow") is None:
         yield

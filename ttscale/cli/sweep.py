@@ -228,10 +228,11 @@ def _served_again(args: argparse.Namespace) -> dict[str, Any]:
     from ttscale.sweeps import load_spec
 
     stored = load_spec(args.resume)
-    if ENGINES.get(stored.backend).config is None:
+    backend = ENGINES.get(stored.backend)
+    if backend.config is None:
         return {}
     args = argparse.Namespace(**vars(args), backend_options=backend_options(args, stored.backend, "sweep"))
-    server = ENGINES.get(stored.backend).from_flags(args, stored.server, "sweep")
+    server = backend.from_flags(args, stored.server, "sweep")
     return {} if server == stored.server else {"server": server}
 
 

@@ -146,7 +146,7 @@ class VLLMEngine(HFTokenizerMixin):
             with environ_defaults(settings), main_left_alone():
                 llm = _async_llm(config, model_path, cpu_plan, engine_args)
         # vLLM's engine processes do not watch this one: if it dies without closing the engine, the watchdog ends them.
-        watchdog = Watchdog.start(new_children(before))
+        watchdog = Watchdog.start([p.pid for p in new_children(before)])
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model_path)

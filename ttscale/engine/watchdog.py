@@ -15,9 +15,9 @@ it (the owner died) makes it end them and their children: SIGTERM, then SIGKILL 
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
+from typing import Any
 
 #: The watchdog itself (`python -c`): psutil only, so that it starts in a fraction of a second.
 _WATCH = r"""
@@ -92,24 +92,39 @@ class Watchdog:
             self._process.wait(timeout=5)
 
 
-def new_children(before: set[int]) -> list[int]:
-    """This process's children that are not in `before`, but for multiprocessing's resource tracker (it ends by
-    itself once this process ends, after cleaning up what the engine left)."""
-    import psutil
+def children(*, recursive: bool = False) -> set[int]:
+    """The pids of this process's children now (`recursive`: all its descendants); none where the process table
+    cannot be read."""
+    try:
+        import psutil
 
-    found = []
-    for child in psutil.Process(os.getpid()).children():
-        with contextlib.suppress(psutil.Error):
-            if child.pid not in before and "multiprocessing.resource_tracker" not in " ".join(child.cmdline()):
-                found.append(child.pid)
-    return found
+        return {p.pid for p in psutil.Process().children(recursive=recursive)}
+    except Exception:
+        return set()
 
 
-def children() -> set[int]:
-    """This process's children now."""
-    import psutil
+def new_children(before: set[int], *, recursive: bool = False) -> list[Any]:
+    """This process's children (`recursive`: descendants) not in `before`, as psutil processes, but multiprocessing's
+    resource tracker (`is_resource_tracker`); none where the process table cannot be read."""
+    try:
+        import psutil
 
-    return {child.pid for child in psutil.Process(os.getpid()).children()}
+        return [p for p in psutil.Process().children(recursive=recursive)
+                if p.pid not in before and not is_resource_tracker(p)]
+    except Exception:
+        return []
 
 
-__all__ = ["Watchdog", "children", "new_children"]
+def is_resource_tracker(process: Any) -> bool:
+    """Whether `process` is multiprocessing's resource tracker, which vLLM's start leaves running.
+
+    It ignores SIGTERM by design (stopping took 5 s more, then a kill) and exits by itself when this
+    process does, after removing what the engine's processes left behind: it is left to do so.
+    """
+    try:
+        return "multiprocessing.resource_tracker" in " ".join(process.cmdline())
+    except Exception:  # gone meanwhile, or not ours to read
+        return False
+
+
+__all__ = ["Watchdog", "children", "is_resource_tracker", "new_children"]

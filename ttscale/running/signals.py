@@ -26,6 +26,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from ttscale.engine.watchdog import children, new_children
+
 #: Exit codes of the shell convention, 128 + the signal's number.
 _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -81,7 +83,7 @@ class NoteStops:
         engine process, signalled, only notes the signal while it is being built. Killing it is what a Ctrl-C to
         the whole job amounts to: vLLM's start fails with "Engine core initialization failed", reported as the
         stop (`Interrupted`)."""
-        self._starting = _child_pids()
+        self._starting = children(recursive=True)
         try:
             yield
         finally:
@@ -97,7 +99,7 @@ class NoteStops:
 
         def reap() -> None:
             while (before := self._starting) is not None:
-                for process in _new_children(before):
+                for process in new_children(before, recursive=True):
                     with contextlib.suppress(Exception):
                         process.kill()
                 time.sleep(0.05)
@@ -139,7 +141,7 @@ class StopSignals:
         """Call inside the main task, before the engine starts; `restore` when the run is over (this object is
         made in the main thread before the loop starts)."""
         main = asyncio.current_task()
-        self._children = _child_pids()  # processes that were there before: not the run's to end
+        self._children = children(recursive=True)  # processes that were there before: not the run's to end
 
         def on_stop(number: int, frame: Any) -> None:
             name = signal.Signals(number).name
@@ -200,11 +202,7 @@ class StopSignals:
             import psutil
         except ImportError:  # pragma: no cover - psutil is a core dependency
             return []
-        me = psutil.Process()
-        try:
-            left = [p for p in me.children(recursive=True) if p.pid not in self._children and not _tracker(p)]
-        except psutil.Error:
-            return []
+        left = new_children(self._children, recursive=True)  # never multiprocessing's resource tracker
         for process in left:
             with contextlib.suppress(psutil.Error):
                 process.terminate()
@@ -214,34 +212,3 @@ class StopSignals:
                 process.kill()
         psutil.wait_procs(alive, timeout=timeout)
         return [p.pid for p in left]
-
-
-def _tracker(process: Any) -> bool:
-    """Whether `process` is multiprocessing's resource tracker, which vLLM's start leaves running.
-
-    It ignores SIGTERM by design (stopping took 5 s more, then a kill) and exits by itself when this
-    process does, after removing what the engine's processes left behind: it is left to do so.
-    """
-    try:
-        return "multiprocessing.resource_tracker" in " ".join(process.cmdline())
-    except Exception:  # gone meanwhile, or not ours to read
-        return False
-
-
-def _new_children(before: set[int]) -> list[Any]:
-    """This process's descendants that are not in `before` (nor multiprocessing's resource tracker)."""
-    try:
-        import psutil
-
-        return [p for p in psutil.Process().children(recursive=True) if p.pid not in before and not _tracker(p)]
-    except Exception:  # psutil missing, or the process table unreadable
-        return []
-
-
-def _child_pids() -> set[int]:
-    try:
-        import psutil
-
-        return {p.pid for p in psutil.Process().children(recursive=True)}
-    except Exception:
-        return set()
