@@ -243,3 +243,12 @@ def test_scoring_is_free_under_a_token_budget_even_when_it_is_spent() -> None:
     assert ledger.exhausted
     r = ledger.reserve_prompt(prompt_tokens=400)
     assert r is not None and r.amount == 0
+
+
+def test_a_runs_budget_and_total_are_read_together_in_one_unit() -> None:
+    assert Budget.parse_with_total("8k", None) == (Budget(limit=8000.0), None)
+    assert Budget.parse_with_total("1k", "200k") == (Budget(limit=1000.0), Budget(limit=200000.0))
+    with pytest.raises(BudgetError, match=r"the total budget must be in the unit of the budget \(tokens\), got flop"):
+        Budget.parse_with_total("8k", "1e15flop")
+    with pytest.raises(BudgetError, match="cannot read budget 'lots'"):
+        Budget.parse_with_total("8k", "lots")

@@ -127,6 +127,21 @@ class Budget:
             value = float(int(value))
         return cls(limit=value, unit=unit)
 
+    @classmethod
+    def parse_with_total(cls, budget: str | int | float, total: str | int | float | None
+                         ) -> tuple[Budget, Budget | None]:
+        """A run's budget per problem and its total budget over the task (None: none), in one unit."""
+        each, whole = (None if text is None else cls.parse(text) for text in (budget, total))
+        assert each is not None
+        if whole is not None:
+            each.check_total(whole)
+        return each, whole
+
+    def check_total(self, total: Budget) -> None:
+        """Refuse a total budget over the task in another unit than this budget per problem."""
+        if total.unit != self.unit:
+            raise BudgetError(f"the total budget must be in the unit of the budget ({self.unit}), got {total.unit}")
+
     def meter(self, **kwargs: Any) -> CostMeter:
         """The meter that converts token counts into this budget's unit."""
         if self.unit == "tokens":

@@ -66,9 +66,9 @@ def carry_out(
     progress: bool = False,
     verbose: bool = False,
     argv: list[str] | None = None,
-    started: Callable[[], None] | None = None,
+    started: Callable[[Path], None] | None = None,
 ) -> Finished:
-    """Run `spec` into `out` (None: `default_out`) and return the run (see the module doc).
+    """Run `spec` into `out` (None: a new folder, `default_out`) and return the run (see the module doc).
 
     `spec`: the run's spec, or how to make it from the stored one (`SpecOver`: config.json is read once, here,
     and `out` must be given).
@@ -76,21 +76,22 @@ def carry_out(
     `out` holds one; True = continue the run `out` holds (`--resume`). A resumed run takes the parameters it was made
     with for those `spec` leaves unset, and must otherwise be the run stored (`check_resume`). Every check is made
     before any engine starts. Then the run on `engine` (as `session.drive` takes it), or on the Ray workers of
-    `distributed`; `started()` is called first inside the running coroutine, on its loop (the CLI installs its signal
-    handlers there). `verbose`: the engine's output goes to this terminal instead of the run's engine.log. `argv`:
-    the command config.json records (None: sys.argv).
+    `distributed`; `started(path)` is called first inside the running coroutine, on its loop, with the run's folder
+    (the CLI installs its signal handlers there). `verbose`: the engine's output goes to this terminal instead of the
+    run's engine.log. `argv`: the command config.json records (None: sys.argv).
     """
     from ttscale.running.run_spec import RunSpec
     from ttscale.running.runner import prepare
     from ttscale.running.session import drive
     from ttscale.runstore.names import CONFIG
-    from ttscale.runstore.run_config import default_out
     from ttscale.runstore.writer import open_run
 
     if distributed is not None and engine is not None:
         raise ValueError("distributed= starts an engine on each Ray worker; engine= is for a run in this process")
-    if out is None and not isinstance(spec, RunSpec):
-        raise ValueError("a spec made over the stored run's needs out= (the run to read it from)")
+    if out is None:
+        if not isinstance(spec, RunSpec):
+            raise ValueError("a spec made over the stored run's needs out= (the run to read it from)")
+        out = default_out(spec)
 
     def prepared(stored: dict[str, Any] | None) -> Prepared:
         made = spec
@@ -103,15 +104,22 @@ def carry_out(
             made = _with_stored_params(made, stored)
         return prepare(made, task_defaults=stored is None)
 
-    writer = open_run(out if out is not None else default_out(spec), resume=resume, prepare=prepared, argv=argv,
-                      engine_log=not verbose and engine is None)
+    writer = open_run(out, resume=resume, prepare=prepared, argv=argv, engine_log=not verbose and engine is None)
 
     async def work(on: AsyncEngine | None) -> dict[str, Any]:
         if started is not None:
-            started()
+            started(writer.path)
         return await _launch(writer, engine=on, distributed=distributed, progress=progress)
 
     return Finished(path=writer.path, summary=drive(engine, work))
+
+
+def default_out(spec: RunSpec) -> Path:
+    """Where a new run goes when no folder is given: runs/<strategy>-<task>-<budget>-<time>."""
+    from ttscale.running.session import stamp
+
+    task = spec.task.replace(":", "-").replace("/", "_")
+    return Path("runs") / f"{spec.strategy}-{task}-{spec.budget}-{stamp()}"
 
 
 def _check_distributed(spec: RunSpec) -> None:
@@ -182,20 +190,21 @@ async def _serve(writer: RunWriter[Prepared], *, engine: AsyncEngine | None, dis
         # A resumed run with nothing left (it had ended, or a sweep asks again): its summary is written again from
         # its records, and no engine or worker is started for it (that took 35 s on 2 cores for the embedded model).
         return await run_problems(writer, _nothing_left, concurrency=1, progress=progress, progress_file=terminal.err)
-    if distributed is not None:  # its workers' engines are recorded with its summary
-        return await on_workers(writer, distributed, progress=progress, progress_file=terminal.err)
-    if engine is None:
-        if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
-            log = writer.path / ENGINE_LOG
-            print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
-        with stops.starting():  # a stop signal ends the start at once (it blocks the loop; see ttscale.running.signals)
-            own = await start_engine(writer.prepared.spec.engine_config())
-    try:
-        writer.started((engine or own).describe())
-        return await execute(engine or own, writer, progress=progress, progress_file=terminal.err)
-    finally:
+    if distributed is None:  # one engine in this process: the one given, or one started here for the run
         if engine is None:
-            await own.close()
+            if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
+                log = writer.path / ENGINE_LOG
+                print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
+            with stops.starting():  # a stop signal ends the start at once (it blocks the loop: ttscale.running.signals)
+                own = await start_engine(writer.prepared.spec.engine_config())
+        try:
+            writer.started((engine or own).describe())
+            return await execute(engine or own, writer, progress=progress, progress_file=terminal.err)
+        finally:
+            if engine is None:
+                await own.close()
+    # On Ray workers, an engine each: config.json records their engines with the run's summary.
+    return await on_workers(writer, distributed, progress=progress, progress_file=terminal.err)
 
 
 async def _nothing_left(problem: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.cli import build_parser, main
+from ttscale.cli import main, parse_args
 from ttscale.engine.args import EngineArgError, parse_engine_args
 from ttscale.engine.base import EngineConfig, HFTokenizerMixin
 
@@ -145,7 +145,7 @@ def test_the_cli_names_an_engine_argument_error_from_the_start_in_one_line_exit_
 def test_max_model_len_minus_one_fits_the_kv_cache(argv: list[str], tmp_path: Path) -> None:
     from ttscale.cli.run import build_spec
 
-    spec, _, _ = build_spec(build_parser().parse_args(["run", "--strategy", "sc", *argv, "--out", str(tmp_path)]))
+    spec, _, _ = build_spec(parse_args(["run", "--strategy", "sc", *argv, "--out", str(tmp_path)]))
     assert spec.engine.max_model_len == -1 and "max_model_len" not in spec.engine.engine_args
     assert EngineConfig(max_model_len=-1).max_model_len == -1
     assert EngineConfig(max_model_len=None).max_model_len is None  # exactly the model's own, as vLLM takes None
@@ -185,7 +185,7 @@ def test_engine_settings_come_from_a_config_file_and_flags_win(tmp_path: Path) -
     path.write_text("strategy: sc\nengine:\n  max_num_seqs: 16\n  kv_cache_dtype: fp8\n"
                     "  hf_overrides: {rope_theta: 10000}\nchat_template_kwargs:\n  enable_thinking: false\n")
     argv = ["run", "--config", str(path), "--engine-arg", "max_num_seqs=4", "--out", str(tmp_path / "out")]
-    spec, _, _ = build_spec(build_parser().parse_args(argv))
+    spec, _, _ = build_spec(parse_args(argv))
     assert spec.engine.max_num_seqs == 4  # the flag's
     assert spec.engine.engine_args == {"kv_cache_dtype": "fp8", "hf_overrides": {"rope_theta": 10000}}
     assert spec.engine.chat_template_kwargs == {"enable_thinking": False}

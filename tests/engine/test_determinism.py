@@ -172,20 +172,21 @@ def test_a_run_made_before_the_mode_existed_resumes_in_the_default_mode_only(tmp
 
 
 def test_a_served_model_is_refused_deterministic_mode() -> None:
+    """Refused as the spec is made (a spec that says both cannot exist), so before anything is prepared."""
     from ttscale.engine.openai import OpenAIConfig
 
-    served = replace(SPEC, engine=EngineConfig(deterministic=True), backend="openai",
-                     server=OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m", tokenizer="embedded"))
+    server = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m", tokenizer="embedded")
     with pytest.raises(ValueError, match="deterministic mode applies to the engine ttscale starts"):
-        prepare(served)
+        replace(SPEC, engine=EngineConfig(deterministic=True), backend="openai", server=server)
+    assert replace(SPEC, backend="openai", server=server).server is server  # without deterministic mode it is a spec
 
 
 # -- the flag ---------------------------------------------------------------------------------------------------------
 def _spec(argv: list[str], tmp_path: Path) -> RunSpec:
-    from ttscale.cli import build_parser
+    from ttscale.cli import parse_args
     from ttscale.cli.run import build_spec
 
-    return build_spec(build_parser().parse_args(["run", *argv, "--out", str(tmp_path / "out")]))[0]
+    return build_spec(parse_args(["run", *argv, "--out", str(tmp_path / "out")]))[0]
 
 
 def test_the_flag_and_the_config_file_reach_the_run_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ttscale.cli import build_parser
+from ttscale.cli import parse_args
 from ttscale.cli.run import build_spec
 
 YAML = """\
@@ -40,7 +40,7 @@ def test_settings_come_from_the_file_and_flags_win(tmp_path: Path, name: str) ->
     else:
         path.write_text(YAML)
     argv = ["run", "--config", str(path), "--limit", "2", "--param", "n=8", "--out", str(tmp_path / "out")]
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     spec, out, resuming = build_spec(args)
     assert (spec.strategy, spec.budget, spec.task, spec.seed) == ("self_consistency", "2k", "arithmetic:1-2", 7)
     assert spec.limit == 2  # the flag, not the file's 5

@@ -343,3 +343,37 @@ def test_a_total_budget_counts_what_cut_short_attempts_spent(tmp_path: Path) -> 
     assert prepared.pool is not None and prepared.pool.spent <= 300
     assert sim.generated_tokens <= 300 - 250  # only what the cut-short attempt left of the total
     assert summary["total_spent"] == 250 + sim.generated_tokens
+
+
+def test_a_run_without_out_goes_to_a_new_folder_under_runs_which_its_failure_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pipeline names a new run's folder; the CLI learns it as the run starts and says where to continue."""
+    from transformers import AutoTokenizer
+
+    from ttscale.cli import main
+    from ttscale.engine.models import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("embedded"))
+
+    def handler(method: str, path: str, body: Any) -> Reply:
+        if _path(path).endswith("/models"):
+            return model_list("smol", max_model_len=2048)
+        if "case p0" in str(tokenizer.decode(body["prompt"])):
+            return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
+        return json_reply({"error": {"message": "key revoked"}}, 401)  # the server gives out after p0
+
+    argv = [
+        "run", "--strategy", "sc", "--budget", "64", "--param", "n=1", "--param", "max_tokens=16", "--concurrency", "1",
+        "--task", f"jsonl:{_task(tmp_path)}", "--backend", "openai", "--base-url", "{url}", "--model", "smol",
+        "--tokenizer", "embedded", "--no-progress",
+    ]  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    with StubServer(handler) as stub:
+        code = main([a.replace("{url}", stub.url) for a in argv])
+    said = capsys.readouterr().err
+    (made,) = (tmp_path / "runs").iterdir()
+    assert re.fullmatch(r"sc-jsonl-.*task\.jsonl-64-\d{8}-\d{6}", made.name), made.name
+    assert code == 2 and "Traceback" not in said, said[-3000:]
+    assert said.strip().endswith(f"continue with --resume {made.relative_to(tmp_path)}"), said[-3000:]
+    assert [json.loads(line)["id"] for line in (made / "results.jsonl").read_text().splitlines()] == ["jsonl-p0"]

@@ -22,10 +22,10 @@ from tests.adaptive.sim import (
     synthetic_problems,
 )
 from ttscale.cli import main
+from ttscale.kit.context import SeededEngine
 from ttscale.routing.difficulty import Features, assign_bins, assign_equal, equal_cuts, quantile_thresholds, tie_breaker
 from ttscale.routing.policy import Difficulty, LearnOptions, Policy, learn_policy
 from ttscale.routing.savings import baseline_tokens, tokens_saved
-from ttscale.running.problem_engine import SeededEngine
 from ttscale.schema import SamplingParams
 from ttscale.sweeps import HOLDOUT_SEED, GridEntry, SweepSpec, cell_dir, create_sweep, run_sweep
 from ttscale.sweeps.holdout import difficulty, holdout_cells, learn_from_sweep

@@ -49,6 +49,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command's arguments, whole: the settings of its `--config FILE` (`run`, `sweep`) fill the flags not given,
+    before the command's function sees them (`ttscale.cli.config`)."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "config", None):
+        from ttscale.cli.config import apply_config_file
+
+        apply_config_file(args, args.command)
+    return args
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ttscale", description="Test-time compute scaling on vLLM, budget-matched.")
     parser.add_argument("--version", action="version", version=f"ttscale {_version()}")
@@ -100,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ttscale.registry import UnknownNameError
 
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_args(argv)
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warnings(warnings.showwarning)
             code: int = args.func(args)

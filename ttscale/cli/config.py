@@ -1,4 +1,4 @@
-"""`ttscale run --config FILE`: a run's settings from a YAML or JSON file.
+"""`ttscale run --config FILE` (and `ttscale sweep`'s): the settings from a YAML or JSON file.
 
 The file's keys are the flags' names; its values go through the same parser as the flags, so a
 bad value gets the flag's message, prefixed with the file's name. Flags given on the command line
@@ -34,6 +34,8 @@ def apply_config_file(args: argparse.Namespace, command: str = "run") -> None:
     """
     from ttscale.cli import build_parser
 
+    if command == "sweep" and args.resume:
+        raise UsageError("sweep: --resume takes the settings the sweep was made with; drop --config")
     path = args.config
     tokens = _config_tokens(path, _read_config(path, command), known=set(vars(args)) - _NOT_IN_CONFIG, command=command)
     try:

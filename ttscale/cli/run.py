@@ -16,7 +16,6 @@ from ttscale.registry import UnknownNameError
 from ttscale.running.distributed import DistributedConfig, DistributedError
 from ttscale.running.runner import RunSpec
 from ttscale.running.signals import StopSignals
-from ttscale.runstore.run_config import default_out
 from ttscale.runstore.storage import ENGINE_LOG, RunDir, StorageError
 
 #: Ray settings (DistributedConfig fields besides workers and address).
@@ -47,21 +46,17 @@ def register_prepare(sub: Any) -> None:
     p.set_defaults(func=cmd_prepare)
 
 
-def build_spec(args: argparse.Namespace) -> tuple[RunSpec | SpecOver, Path, bool]:
-    """The spec of the flags, where the run goes, and whether it is resumed. With --resume the spec is how the flags
+def build_spec(args: argparse.Namespace) -> tuple[RunSpec | SpecOver, Path | None, bool]:
+    """The spec of the flags (their `--config` file's settings filled in: `ttscale.cli.parse_args`), where the run
+    goes (None: a new folder the pipeline names), and whether it is resumed. With --resume the spec is how the flags
     go over the stored run's (`SpecOver`): the run pipeline reads config.json once, and compares what it makes."""
-    if args.config:
-        from ttscale.cli.config import apply_config_file
-
-        apply_config_file(args)
     if args.resume:
         if args.out and args.out != args.resume:
             raise UsageError("run: give --resume DIR alone (the run continues in DIR), not with another --out")
         return _flags_over(args), Path(args.resume), True
     if not args.strategy:
         raise UsageError("run: --strategy is required (see `ttscale list`), or --resume DIR")
-    spec = _flags_over(args)(None)
-    return spec, Path(args.out or default_out(spec)), False
+    return _flags_over(args)(None), Path(args.out) if args.out else None, False
 
 
 def _flags_over(args: argparse.Namespace) -> SpecOver:
@@ -78,24 +73,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Flags → RunSpec → the run pipeline (`ttscale.pipeline.carry_out`, which `ttscale.run` calls too); its errors
     as one line, its stop as a signal's."""
     from ttscale.pipeline import carry_out  # looked up when called
-    from ttscale.runstore.summary import format_table
+    from ttscale.runstore.summary import format_table, unfinished_note
 
     stop = StopSignals()
-    launched = False
+    out: Path | None = None  # the run's folder, once it has started
 
-    def started() -> None:  # inside the run's coroutine, once every check has passed
-        nonlocal launched
-        launched = True
+    def started(path: Path) -> None:  # inside the run's coroutine, once every check has passed
+        nonlocal out
+        out = path
+        stop.hint = f"; continue with --resume {path}"
         stop.install(asyncio.get_running_loop())
 
-    out: Path | None = None
     try:
-        spec, out, resuming = build_spec(args)
-        stop.hint = f"; continue with --resume {out}"
-        done = carry_out(spec, out=out, resume=resuming, distributed=_distributed(args),
-                         progress=not args.no_progress, verbose=args.verbose, started=started)
+        distributed = _distributed(args)
+        spec, where, resuming = build_spec(args)
+        # Each setting named, in the pipeline's order: the CLI hands over no engine (the run starts its own, or Ray's
+        # workers do) and config.json records this process's sys.argv.
+        done = carry_out(spec, out=where, engine=None, resume=resuming, distributed=distributed,
+                         progress=not args.no_progress, verbose=args.verbose, argv=None, started=started)
     except BaseException as exc:
-        said = _running_error(exc, out, stop) if launched and out is not None else _checking_error(exc)
+        said = _running_error(exc, out, stop) if out is not None else _checking_error(exc)
         if said is None:
             raise
         raise said from None
@@ -104,7 +101,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(json.dumps(done.summary, indent=2) if args.json else format_table(done.summary))
     log = done.path / ENGINE_LOG
     print(f"results: {done.path}" + (f" (engine log: {log})" if log.is_file() else ""), file=sys.stderr)
-    return _unfinished_exit(done.summary, done.path)
+    unfinished = unfinished_note(done.summary)
+    if unfinished is None:
+        return 0
+    print(f"ttscale: error: {unfinished}; retry them with: ttscale run --resume {done.path}", file=sys.stderr)
+    return EXIT_UNFINISHED
+
+
+#: Exit code of a run that ended with problems a passing server fault left unfinished (`--resume` retries them).
+EXIT_UNFINISHED = 1
 
 
 def _checking_error(exc: BaseException) -> BaseException | None:
@@ -132,24 +137,6 @@ def _running_error(exc: BaseException, out: Path, stop: StopSignals) -> BaseExce
     if isinstance(exc, StorageError):  # disk full, permissions: say what is kept and how to go on
         return StorageError(exc.errno, f"{exc.strerror}{_saved_hint(out)}")
     return None
-
-
-#: Exit code of a run that ended with problems a passing server fault left unfinished (`--resume` retries them).
-EXIT_UNFINISHED = 1
-
-
-def _unfinished_exit(summary: dict[str, Any], path: Path) -> int:
-    """0, or `EXIT_UNFINISHED` with one line on stderr when some problems did not finish."""
-    from ttscale.messages import one_line
-
-    count = int(summary.get("unfinished") or 0)
-    if not count:
-        return 0
-    example = (summary.get("unfinished_examples") or [{}])[0]
-    print(f"ttscale: error: {count} problem{'s' * (count > 1)} did not finish (e.g. {example.get('id')}: "
-          f"{one_line(example.get('error'), limit=300)}); retry them with: ttscale run --resume {path}",
-          file=sys.stderr)
-    return EXIT_UNFINISHED
 
 
 def _saved_hint(out: Path) -> str:

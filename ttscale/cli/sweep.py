@@ -16,7 +16,6 @@ from typing import Any
 
 from ttscale.api import sweep
 from ttscale.budget import Budget
-from ttscale.cli.config import apply_config_file
 from ttscale.engine import ENGINES
 from ttscale.engine.base import EngineConfig
 from ttscale.errors import UsageError
@@ -98,10 +97,6 @@ def register_policy(sub: Any) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    if args.config:
-        if args.resume:
-            raise UsageError("sweep: --resume takes the settings the sweep was made with; drop --config")
-        apply_config_file(args, "sweep")
     # --resume DIR is the API's `out` alone; a new sweep's --out must not hold one (the API would finish it).
     try:
         # ValueError: bad settings (an engine flag out of range included), a cell directory held by another

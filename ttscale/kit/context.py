@@ -1,18 +1,23 @@
-"""The per-problem context a strategy receives: its engine door, metered by the problem's ledger.
+"""The engine as one problem's strategy sees it: a `Context`, metered by the problem's ledger, over a
+`SeededEngine`, seeded for the problem.
 
 A strategy never calls the engine directly: `ctx.generate` reserves the request's worst case
 in the ledger (lowering max_tokens or n to what is left), sends it, and settles the true cost.
-So every strategy is budget-safe by construction, however it is written.
+So every strategy is budget-safe by construction, however it is written. Its requests reach the
+engine through the problem's `SeededEngine` (`ctx.engine`), which gives each one a seed of the
+problem's own, so its samples do not depend on what else the engine serves.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ttscale.budget import Budget, Ledger, Role
-from ttscale.engine.base import context_length, watched_generate
+from ttscale.engine.base import AsyncEngine, Prompt, TokenWatch, context_length, watched_generate
 from ttscale.evals.base import extraction_of
 from ttscale.kit.stages import StageResult, StageStore
 from ttscale.schema import Completion, Generation, Problem, Sample, SamplingParams
@@ -20,8 +25,11 @@ from ttscale.schema import Completion, Generation, Problem, Sample, SamplingPara
 T = TypeVar("T")
 Scorer = Callable[[Sequence[int]], Awaitable[tuple[T, int]]]
 
+#: No tokenizer packs more characters than this into one token on average (long runs of one character merge to 16
+#: or so): a text longer than max_model_len × this cannot fit.
+_MAX_CHARS_PER_TOKEN = 100
+
 if TYPE_CHECKING:
-    from ttscale.engine.base import AsyncEngine, Prompt, TokenWatch
     from ttscale.evals.base import Task
     from ttscale.sandbox import Execution, Sandbox
 
@@ -44,7 +52,9 @@ class Context:
     def prompt(self) -> list[int]:
         """Token ids of the problem asked through the task's template and the model's chat template."""
         if self._prompt is None:
-            self._prompt = self.engine.chat_prompt(self.task.messages(self.problem))
+            messages = self.task.messages(self.problem)
+            self._refuse_unfit(sum(len(str(m.get("content") or "")) for m in messages), "the problem's messages have")
+            self._prompt = self.engine.chat_prompt(messages)
         return self._prompt
 
     async def generate(
@@ -65,6 +75,8 @@ class Context:
         tokens generated until then. Engines that cannot stream (a served model) refuse it with a TypeError.
         """
         streaming = watched_generate(self.engine) if watch is not None else None  # refused before any reservation
+        if isinstance(prompt, str):
+            self._refuse_unfit(len(prompt), "the prompt has")
         ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
         room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
@@ -146,9 +158,20 @@ class Context:
 
     def room(self, prompt_tokens: int) -> int:
         """Tokens the engine can still generate after this prompt (its max_model_len bounds prompt + output)."""
-        # A started engine reports the limit in force; an unstarted config's -1 or None is no number to count with.
-        limit = context_length(getattr(getattr(self.engine, "config", None), "max_model_len", None))
+        limit = self._context_length()
         return limit - prompt_tokens if limit else 1 << 30
+
+    def _context_length(self) -> int | None:
+        # A started engine reports the limit in force; an unstarted config's -1 or None is no number to count with.
+        return context_length(getattr(getattr(self.engine, "config", None), "max_model_len", None))
+
+    def _refuse_unfit(self, characters: int, what: str) -> None:
+        """Refuse a text that cannot fit the engine's context before it is tokenized: 100 MB of text takes minutes
+        (the problem's error, as any strategy error is)."""
+        limit = self._context_length()
+        if limit and characters > limit * _MAX_CHARS_PER_TOKEN:
+            raise ValueError(f"{what} {characters:,} characters: too long for any prompt of max_model_len={limit} "
+                             "tokens")
 
     def sample(
         self, completion: Completion, *, score: float | None = None, confidences: bool = False, stopped: bool = False
@@ -169,3 +192,90 @@ class Context:
             confidences=kept,
             stopped=stopped,
         )
+
+
+class RequestCounter(Protocol):
+    """What counts requests as they come and go (the progress bar: `ttscale.running.progress.Progress`)."""
+
+    def request_started(self) -> None: ...
+
+    def request_finished(self, generated_tokens: int) -> None: ...
+
+
+class SeededEngine:
+    """The engine as one problem sees it: each request carries a seed of its own.
+
+    The seed hashes the run seed, the problem id, the request (prompt and sampling parameters) and
+    how many identical requests this problem made before. It does not depend on which engine serves
+    the problem, what else that engine batches, or in which order concurrent requests arrive, so a
+    problem's samples are the same with 1 worker or 8 and when a dead worker's problem is redone.
+    """
+
+    def __init__(self, engine: AsyncEngine, *, run_seed: int, problem_id: str,
+                 progress: RequestCounter | None = None) -> None:
+        self._engine = engine
+        self._progress = progress
+        self._run_seed = run_seed
+        self._prefix = f"{run_seed}\x00{problem_id}\x00".encode()
+        self._seen: Counter[bytes] = Counter()
+
+    def for_problem(self, problem_id: str) -> SeededEngine:
+        """The same engine seeded for another id (a stage that problems share is seeded by its own key)."""
+        return SeededEngine(self._engine, run_seed=self._run_seed, problem_id=problem_id, progress=self._progress)
+
+    async def generate(self, prompt: Prompt, params: SamplingParams, *, seed: int | None = None) -> Generation:
+        return await self._counted(self._engine.generate, prompt, params, seed=seed)
+
+    async def generate_watched(
+        self, prompt: Prompt, params: SamplingParams, *, watch: TokenWatch, seed: int | None = None
+    ) -> Generation:
+        """`generate`, stopped where `watch` says (see `Context.generate`), seeded the same way."""
+        return await self._counted(watched_generate(self._engine), prompt, params, seed=seed, watch=watch)
+
+    async def _counted(self, call: Any, prompt: Prompt, params: SamplingParams, **options: Any) -> Generation:
+        if options.get("seed") is None:
+            options["seed"] = self.seed_for(prompt, params)
+        if self._progress is None:
+            generation: Generation = await call(prompt, params, **options)
+            return generation
+        self._progress.request_started()
+        generated = 0
+        try:
+            generation = await call(prompt, params, **options)
+            generated = sum(c.num_tokens for c in generation.completions)
+            return generation
+        finally:
+            self._progress.request_finished(generated)
+
+    def seed_for(self, prompt: Prompt, params: SamplingParams) -> int:
+        """The next request's seed (counts it: the same request asked again gets a fresh seed)."""
+        if isinstance(prompt, str):
+            body = prompt.encode("utf-8", "surrogatepass")
+        else:
+            body = ",".join(map(str, prompt)).encode()
+        key = hashlib.blake2b(body + repr(params).encode(), digest_size=16).digest()
+        occurrence = self._seen[key]
+        self._seen[key] += 1
+        digest = hashlib.blake2b(self._prefix + key + str(occurrence).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % 2**31  # 31 bits: every server's seed field takes it
+
+    def chat_prompt(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> list[int]:
+        return self._engine.chat_prompt(messages, add_generation_prompt=add_generation_prompt)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._engine.tokenize(text)
+
+    def detokenize(self, token_ids: Sequence[int]) -> str:
+        return self._engine.detokenize(token_ids)
+
+    def describe(self) -> dict[str, Any]:
+        return self._engine.describe()
+
+    async def close(self) -> None:
+        """The problem does not own the engine: closing its view closes nothing."""
+
+    def __getattr__(self, name: str) -> Any:  # backend extras (config, token_scores, ...)
+        return getattr(self._engine, name)
+
+
+__all__ = ["Context", "RequestCounter", "SeededEngine"]

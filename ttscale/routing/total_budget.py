@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-from ttscale.budget import Budget, BudgetError, Ledger
+from ttscale.budget import Budget, Ledger
 from ttscale.kit.params import check_positive
 
 if TYPE_CHECKING:
@@ -164,10 +164,7 @@ def with_total_budget(prepared: Prepared, total: Budget, *, problems: int, spent
     every problem's ledger draws on, counting what finished problems already spent; `problems` and `spent` are
     kept for callers that call `solve` directly, who get the pool here.
     """
-    if total.unit != prepared.budget.unit:
-        raise BudgetError(
-            f"the total budget must be in the unit of the budget ({prepared.budget.unit}), got {total.unit}"
-        )
+    prepared.budget.check_total(total)
     pool = Ledger(total, meter=prepared.meters.budget)
     pool.spent = spent
     pool.extra["problems"] = problems

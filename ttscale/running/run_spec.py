@@ -12,6 +12,7 @@ from typing import Any
 
 from ttscale.engine import ENGINES, check_backend
 from ttscale.engine.base import EngineConfig
+from ttscale.engine.determinism import refuse_served
 from ttscale.errors import UsageError
 from ttscale.running.flags import (
     add_backend_flags,
@@ -71,6 +72,7 @@ class RunSpec:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
         check_backend(self.backend, self.server)
+        refuse_served(served=self.server is not None, deterministic=self.engine.deterministic)
 
     def engine_config(self) -> Any:
         """What `start_engine` starts for this run: the backend's config, or the EngineConfig for `vllm`."""

@@ -18,16 +18,14 @@ from typing import IO, Any
 
 from ttscale.budget import Budget, BudgetError, Costing, CostMeter, Ledger
 from ttscale.engine import ENGINES
-from ttscale.engine.base import AsyncEngine, context_length, is_fatal
-from ttscale.engine.determinism import refuse_served
+from ttscale.engine.base import AsyncEngine, is_fatal
 from ttscale.engine.models import ModelError
 from ttscale.kit.capabilities import capabilities
-from ttscale.kit.context import Context
+from ttscale.kit.context import Context, SeededEngine
 from ttscale.kit.params import params_class, parse_params
 from ttscale.kit.params import task_defaults as suggested_params
 from ttscale.kit.stages import StageStore
 from ttscale.messages import one_line
-from ttscale.running.problem_engine import SeededEngine
 from ttscale.running.progress import Progress
 from ttscale.running.run_spec import RunSpec  # defined there with its flags and stored form; the runner's name too
 from ttscale.runstore.runs import grade_samples
@@ -98,14 +96,10 @@ def prepare(spec: RunSpec, *, task_defaults: bool = True) -> Prepared:
     from ttscale.engine.models import resolve_model
     from ttscale.evals import load_task
 
-    refuse_served(served=spec.server is not None, deterministic=spec.engine.deterministic)
     name = STRATEGIES.canonical(spec.strategy)
     assert name is not None
     fn = STRATEGIES.get(name)
-    budget = Budget.parse(spec.budget)
-    total = Budget.parse(spec.total_budget) if spec.total_budget is not None else None
-    if total is not None and total.unit != budget.unit:
-        raise BudgetError(f"the total budget must be in the unit of the budget ({budget.unit}), got {total.unit}")
+    budget, total = Budget.parse_with_total(spec.budget, spec.total_budget)
     task = load_task(spec.task, **spec.task_options)
     cls = params_class(fn)
     if task_defaults:
@@ -259,7 +253,6 @@ async def solve(
     error = None
     unfinished = False
     try:
-        _check_fits(problem, engine)
         answer: Answer = await prepared.strategy(problem, ctx, prepared.params)
     except Exception as exc:  # one bad problem must not sink a long run
         if is_fatal(exc) or isinstance(exc, StorageError):  # the engine gone; a run file (stages.jsonl) not written
@@ -303,21 +296,6 @@ async def solve(
 def _execution(executions: dict[str, Any], answer: str | None) -> dict[str, Any]:
     """The sample record's `execution` entry, when its answer ran in a sandbox."""
     return {"execution": executions[answer]} if answer in executions else {}
-
-
-#: No tokenizer packs more characters than this into one token on average (long runs of one
-#: character merge to 16 or so); a question longer than max_model_len × this cannot fit.
-_MAX_CHARS_PER_TOKEN = 100
-
-
-def _check_fits(problem: Problem, engine: AsyncEngine) -> None:
-    """Refuse a question that cannot fit the engine before tokenizing it: 100 MB of text takes minutes."""
-    limit = context_length(getattr(getattr(engine, "config", None), "max_model_len", None))
-    if limit and len(problem.question) > limit * _MAX_CHARS_PER_TOKEN:
-        raise ValueError(
-            f"the question has {len(problem.question):,} characters: too long for any prompt "
-            f"of max_model_len={limit} tokens"
-        )
 
 
 def _token_budget(prepared: Prepared, problems: int) -> float | None:

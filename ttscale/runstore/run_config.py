@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from ttscale.runstore.storage import CONFIG, RunDir, RunDirError
@@ -116,12 +115,6 @@ def check_spec_types(spec: RunSpec) -> None:
 
     if not isinstance(spec.engine, EngineConfig):
         refuse("engine", "an EngineConfig")
-
-
-def default_out(spec: RunSpec) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    task = spec.task.replace(":", "-").replace("/", "_")
-    return Path("runs") / f"{spec.strategy}-{task}-{spec.budget}-{stamp}"
 
 
 def check_resume(run_dir: RunDir, prepared: Prepared, *, config: dict[str, Any] | None = None) -> None:

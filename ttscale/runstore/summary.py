@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ttscale.budget import Budget
+from ttscale.messages import one_line
 from ttscale.stats.proportions import wilson_interval
 
 CrossCheck = Callable[..., Any]
@@ -106,6 +107,16 @@ def _executed(summary: dict[str, Any]) -> str:
 def _unfinished(summary: dict[str, Any]) -> str:
     count = int(summary.get("unfinished", 0))  # absent from summaries written before it existed
     return f"; {count} unfinished (server faults): --resume runs them again" if count else ""
+
+
+def unfinished_note(summary: dict[str, Any]) -> str | None:
+    """One line on the problems a passing server fault left unfinished, with the first one's error (None: none)."""
+    count = int(summary.get("unfinished") or 0)
+    if not count:
+        return None
+    example = (summary.get("unfinished_examples") or [{}])[0]
+    return (f"{count} problem{'s' * (count > 1)} did not finish (e.g. {example.get('id')}: "
+            f"{one_line(example.get('error'), limit=300)})")
 
 
 def _cross_check(records: Sequence[dict[str, Any]], cross_check: CrossCheck) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ttscale.running.problem_engine import SeededEngine
+from ttscale.kit.context import SeededEngine
 from ttscale.runstore.storage import RESULTS, RunDir, RunDirError, StorageError
 from ttscale.schema import SamplingParams
 
