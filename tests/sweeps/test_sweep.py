@@ -488,3 +488,25 @@ def test_the_table_says_how_many_problems_a_partly_replayed_cell_derived(tmp_pat
     replayed = sum("derived_from" in r["info"] for r in cell_dir(root, spec.cells()[1]).records())
     assert 0 < small["derived_problems"] == replayed < 8
     assert f"derived {replayed} of 8, run the rest" in _format(rows)
+
+
+def test_grid_cells_that_run_the_same_are_refused_before_the_sweeps_folder_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An alias beside its name, or a default written out, makes a cell the grid already has: it would run twice."""
+    out = tmp_path / "s"
+    for grid, said in (
+        (["self_consistency n=2|4", "sc n=4"], "grid cells 'self_consistency n=4' and 'self_consistency n=4' run the "
+                                               "same (self_consistency "),
+        (["sc", "self_consistency temperature=0.8"], "grid cells 'self_consistency' and 'self_consistency "
+                                                     "temperature=0.8' run the same (self_consistency "),
+    ):
+        argv = [a for text in grid for a in ("--strategy", text)]
+        assert main(["sweep", *argv, "--budgets", "64,128", "--limit", "2", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "seed 0): each cell must differ; drop one from" in err, err
+        assert not out.exists()
+    # Cells that differ make a sweep (its folder and sweep.json: no engine starts before `run_sweep`).
+    create_sweep(SweepSpec(grid=(GridEntry.parse("sc n=2|4"), GridEntry.parse("best_of_n n=4")), budgets=("64",),
+                           limit=2), out)
+    assert len(json.loads((out / "sweep.json").read_text())["cells"]) == 3

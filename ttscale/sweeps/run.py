@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from ttscale.engine.base import AsyncEngine
 from ttscale.pipeline import run_cell as run_into
+from ttscale.routing.policy import candidate_key
 from ttscale.running.runner import Prepared, prepare
 from ttscale.runstore.names import folder_entries, refuse_folder
 from ttscale.runstore.run_config import redact_argv
@@ -31,12 +32,27 @@ def create_sweep(spec: SweepSpec, root: str | Path, *, command: list[str] | None
         raise ValueError(f"{str(path)!r} already holds a sweep: continue it with --resume, or pick another --out")
     if entries:  # a run (`compare RUN` would then read the sweep's cell), or someone's files
         refuse_folder(path, entries, what=what)
+    made: dict[tuple[str, str, int, bool], Cell] = {}
     for cell in spec.cells() + holdout_cells(spec):  # every parameter checked before any engine starts
-        prepare_cell(spec, cell, root)
+        prepared = prepare_cell(spec, cell, root)
+        # Two cells whose runs are the same once prepared (`sc n=4` beside `self_consistency n=2|4`; `sc` beside
+        # `sc n=8`, 8 its default or the task's suggestion) would spend the engine twice on one run, and count twice
+        # in every table and fit made of the sweep.
+        run = candidate_key(prepared.strategy_name, asdict(prepared.params))
+        key = (run, cell.budget, cell.seed, cell.holdout)
+        if key in made:
+            raise ValueError(f"grid cells {_label(made[key])!r} and {_label(cell)!r} run the same ({run}, budget "
+                             f"{cell.budget}, seed {cell.seed}): each cell must differ; drop one from the grid")
+        made[key] = cell
     path.mkdir(parents=True, exist_ok=True)
     RunDir(path).write_json(SWEEP, {"spec": spec.to_dict(), "cells": [c.id for c in spec.cells()],
                                     "ttscale_version": __version__, "command": redact_argv(command or sys.argv),
                                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def _label(cell: Cell) -> str:
+    """A cell as its grid gives it: `strategy k=v ...`."""
+    return candidate_key(cell.strategy, cell.params)
 
 
 def prepare_cell(spec: SweepSpec, cell: Cell, root: str | Path) -> Prepared:
