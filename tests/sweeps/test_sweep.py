@@ -506,7 +506,8 @@ def test_grid_cells_that_run_the_same_are_refused_before_the_sweeps_folder_exist
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err and "seed 0): each cell must differ; drop one from" in err, err
         assert not out.exists()
-    # Cells that differ make a sweep (its folder and sweep.json: no engine starts before `run_sweep`).
-    create_sweep(SweepSpec(grid=(GridEntry.parse("sc n=2|4"), GridEntry.parse("best_of_n n=4")), budgets=("64",),
-                           limit=2), out)
-    assert len(json.loads((out / "sweep.json").read_text())["cells"]) == 3
+    # Cells that differ make a sweep (its folder and sweep.json: no engine starts before `run_sweep`); the same
+    # strategy and parameters at another budget or seed are other cells.
+    create_sweep(SweepSpec(grid=(GridEntry.parse("sc n=2|4"), GridEntry.parse("best_of_n n=4")), budgets=("64", "128"),
+                           seeds=(0, 1), limit=2), out)
+    assert len(json.loads((out / "sweep.json").read_text())["cells"]) == 3 * 2 * 2

@@ -140,9 +140,9 @@ class VLLMEngine(HFTokenizerMixin):
                 else:  # several ranks need one core list each: vLLM's own split, recorded as such
                     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
                     cpu_plan = dataclasses.replace(cpu_plan, threads_bind=bind)
+            before = children()  # vLLM's engine processes are the children the start adds
             # main_left_alone: vLLM's engine process, started with spawn, does not run the caller's script again
             # (a top-level `ttscale.run` in script.py would run twice; ttscale.engine.spawn).
-            before = children()
             with environ_defaults(settings), main_left_alone():
                 llm = _async_llm(config, model_path, cpu_plan, engine_args)
         # vLLM's engine processes do not watch this one: if it dies without closing the engine, the watchdog ends them.

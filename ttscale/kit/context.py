@@ -75,9 +75,12 @@ class Context:
         tokens generated until then. Engines that cannot stream (a served model) refuse it with a TypeError.
         """
         streaming = watched_generate(self.engine) if watch is not None else None  # refused before any reservation
+        ids: Sequence[int]
         if isinstance(prompt, str):
             self._refuse_unfit(len(prompt), "the prompt has")
-        ids: Sequence[int] = self.engine.tokenize(prompt) if isinstance(prompt, str) else prompt
+            ids = self.engine.tokenize(prompt)
+        else:
+            ids = prompt
         room = self.room(len(ids))
         if room < 1:  # the prompt alone fills the model's context: nothing can be generated
             self.ledger.tally("context_cut_requests")
