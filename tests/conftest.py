@@ -128,3 +128,21 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+#: The CPU kinds every CPU-dependent test runs under (ttscale.testing.cpu), and `host`: this machine as it is.
+CPU_KINDS = ("host", "avx2", "avx512", "avx512_bf16", "amx", "arm_bf16")
+
+
+@pytest.fixture(params=CPU_KINDS)
+def cpu_kind(request: pytest.FixtureRequest) -> Iterator[object]:
+    """The one place a test gets CPU flags from: each simulated kind in force in turn (the real /proc/cpuinfo cannot
+    be read meanwhile), and the real host, with what ttscale's plan must choose there (`CPUKind`)."""
+    from ttscale.engine.cpu import read_host
+    from ttscale.testing.cpu import expected_kind, simulated_cpu
+
+    if request.param == "host":
+        yield expected_kind(read_host())
+        return
+    with simulated_cpu(request.param) as kind:
+        yield kind

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from ttscale.engine.cpu import plan
+from ttscale.engine.cpu import REPORTED_FLAGS
+from ttscale.testing.cpu import CPUKind
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 #: The benchmarks that start a vLLM engine (test_every_engine_benchmark_is_listed keeps this list whole).
@@ -61,12 +62,13 @@ class FakeSync:
 
 
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_without_an_engine_the_dtype_is_the_planned_one(deterministic: bool) -> None:
+def test_without_an_engine_the_dtype_is_the_planned_one(deterministic: bool, cpu_kind: CPUKind) -> None:
     p = prov.provenance(deterministic=deterministic, argv=[str(BENCHMARKS / "findings.py"), "--problems", "30"])
     assert set(p) >= KEYS
     assert p["command"] == "python benchmarks/findings.py --problems 30"
     assert p["mode"] == ("deterministic" if deterministic else "default")
-    assert p["dtype"] == plan("auto", deterministic=deterministic).dtype
+    assert p["dtype"] == ("float32" if deterministic else cpu_kind.dtype)
+    assert p["cpu"] == cpu_kind.host.model and set(p["cpu_flags"]) <= cpu_kind.host.flags
     assert p["dtype_source"].startswith("planned")
     assert "determinants" not in p  # only a started engine knows them
     assert set(p["versions"]) == {"ttscale", "python", "vllm", "torch", "numpy", "scipy"}
@@ -89,18 +91,19 @@ def test_a_started_engine_s_determinants_and_cpu_plan_are_carried(engine: Any) -
     assert (p["mode"], p["dtype"], p["dtype_source"], p["device"]) == ("deterministic", "float32", "engine", "cpu")
 
 
-def test_the_line_states_command_mode_dtype_flags_and_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(prov, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16", "sse2"}))
+def test_the_line_states_command_mode_dtype_flags_and_versions(cpu_kind: CPUKind) -> None:
     p = prov.provenance(engine=FakeEngine(), argv=["benchmarks/findings.py", "--problems", "30"])
     line = prov.provenance_line(p)
     assert line.startswith("Command: `python benchmarks/findings.py --problems 30`; mode deterministic (float32);")
-    assert "(avx512f, amx_bf16)" in line and "sse2" not in line  # only the flags that matter, in REPORTED_FLAGS's order
+    # Only the flags that matter, in REPORTED_FLAGS's order.
+    shown = ", ".join(f for f in REPORTED_FLAGS if f in cpu_kind.host.flags) or "no flags of note"
+    assert f"({shown})" in line and "sse2" not in line and "fma" not in line
     assert f"{p['cores']} cores" in line and p["cpu"] in line
     for shown, version in (("ttscale", p["versions"]["ttscale"]), ("Python", p["versions"]["python"])):
         assert f"{shown} {version}" in line
     assert "vLLM " in line and "torch " in line and "\n" not in line
     planned = prov.provenance_line(prov.provenance(deterministic=False, argv=["benchmarks/search.py"]))
-    assert f"mode default ({plan('auto').dtype}, planned)" in planned
+    assert f"mode default ({cpu_kind.dtype}, planned)" in planned  # the plan for this kind's flags
 
 
 def test_a_missing_package_is_none_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,9 @@ import pytest
 
 from ttscale.cli import main
 from ttscale.comparisons.paired import CompareOptions, analyse, markdown
+from ttscale.engine.cpu import REPORTED_FLAGS, plan
 from ttscale.stats.paired import compare_pair
+from ttscale.testing.cpu import KINDS, CPUKind
 
 REAL = Path(__file__).parent / "data" / "real_runs" / "sc-n4"
 SC = "self_consistency max_tokens=100"
@@ -174,3 +176,21 @@ def test_the_cli_prints_the_note(tmp_path: Path, capsys: pytest.CaptureFixture[s
     same = write_run(tmp_path / "machine-a-again", found=determinants())
     assert main(["compare", str(a), str(same)]) == 2
     assert "run seed 0 is in two directories" in capsys.readouterr().err
+
+
+def test_a_run_on_each_cpu_kind_against_an_avx2_box_names_what_its_plan_changed(tmp_path: Path,
+                                                                                 cpu_kind: CPUKind) -> None:
+    """The determinants a run on this CPU kind records (its plan's dtype and flags, as the engine records them),
+    compared with the same configuration run on an 8-core AVX2-only box: the note names exactly what differs."""
+    here = plan("auto", cores=[0, 1], environ={})
+    avx2 = plan("auto", flags=KINDS["avx2"].host.flags, machine="x86_64", cores=list(range(8)), environ={})
+    a = write_run(tmp_path / "avx2-box", found=determinants(dtype=avx2.dtype, cpu_flags=list(avx2.flags),
+                                                            threads_bind=avx2.threads_bind))
+    b = write_run(tmp_path / "this-kind", found=determinants(dtype=here.dtype, cpu_flags=sorted(here.flags),
+                                                             threads_bind=here.threads_bind), differ=(3,))
+    flags = sorted(f for f in REPORTED_FLAGS if f in cpu_kind.host.flags)
+    differs = ([f"cpu_flags: ['avx2'] vs {flags}"] if flags != ["avx2"] else []) + (
+        [f"dtype: float32 vs {cpu_kind.dtype}"] if cpu_kind.dtype != "float32" else []) + ["threads_bind: 0-7 vs 0-1"]
+    (verdict,) = analyse([a, b]).verdicts
+    assert verdict.endswith(f"same configuration, different engine environment ({'; '.join(differs)}): samples "
+                            "differ in 1 of 5 problems")

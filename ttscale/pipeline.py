@@ -185,6 +185,7 @@ async def _serve(writer: RunWriter[Prepared], *, engine: AsyncEngine | None, dis
                  progress: bool, terminal: Terminal, stops: NoteStops) -> dict[str, Any]:
     """Start the engine (or the Ray workers) unless one is given, run the problems, close what was started."""
     from ttscale.engine import start_engine
+    from ttscale.engine.cpu import busy_note
 
     if not writer.todo:
         # A resumed run with nothing left (it had ended, or a sweep asks again): its summary is written again from
@@ -193,6 +194,9 @@ async def _serve(writer: RunWriter[Prepared], *, engine: AsyncEngine | None, dis
     if distributed is None:  # one engine in this process: the one given, or one started here for the run
         if engine is None:
             if progress and terminal.err.isatty():  # for a person watching; a log or a pipe gets one line per error
+                busy = busy_note(writer.prepared.spec.engine_config())
+                if busy is not None:  # before the engine's start, which a busy machine slows as well
+                    print(busy, file=terminal.err)
                 log = writer.path / ENGINE_LOG
                 print(f"starting the engine{f' (its log: {log})' if log.is_file() else ''} ...", file=terminal.err)
             with stops.starting():  # a stop signal ends the start at once (it blocks the loop: ttscale.running.signals)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ttscale.engine.base import environ_defaults
-from ttscale.engine.cpu import cpu_flags, id_list, plan
+from ttscale.engine.cpu import REPORTED_FLAGS, RealCPURead, busy_note, cpu_flags, host, id_list, plan, read_host
+from ttscale.testing.cpu import CPUKind, simulated_cpu
 
 AVX2_EPYC = frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"})
 AVX512_BF16 = AVX2_EPYC | {"avx512f", "avx512bw", "avx512_bf16"}
@@ -59,10 +60,44 @@ def test_cpu_flags_reads_x86_and_arm_cpuinfo(tmp_path: Path) -> None:
     assert cpu_flags(tmp_path / "missing") == frozenset()
 
 
-def test_this_machine_gets_a_plan_it_can_explain() -> None:
+def test_every_cpu_kind_gets_a_plan_it_can_explain(cpu_kind: CPUKind) -> None:
     chosen = plan("auto")
-    assert chosen.dtype in ("bfloat16", "float32") and chosen.cores >= 1
-    assert (chosen.dtype == "bfloat16") == any(f in chosen.flags for f in ("avx512_bf16", "amx_bf16", "bf16"))
+    assert (chosen.dtype, chosen.dtype_reason) == (cpu_kind.dtype, cpu_kind.bf16_flag or "no native bfloat16")
+    assert chosen.cores >= 1 and set(chosen.flags) <= cpu_kind.host.flags
+    assert list(chosen.to_dict()["flags"]) == [f for f in REPORTED_FLAGS if f in cpu_kind.host.flags]
+    # Deterministic mode takes float32 on every kind, and refuses a bf16 that `auto` may take there.
+    assert plan("auto", deterministic=True).dtype == "float32"
+    with pytest.raises(ValueError, match="deterministic mode on a CPU runs float32"):
+        plan("bfloat16", deterministic=True)
+
+
+def test_arm_s_bf16_flag_means_bfloat16_on_arm_alone() -> None:
+    arm = frozenset({"asimd", "bf16"})
+    assert plan("auto", flags=arm, machine="aarch64", cores=[0], environ={}).dtype == "bfloat16"
+    assert plan("auto", flags=arm, machine="x86_64", cores=[0], environ={}).dtype == "float32"
+
+
+def test_a_simulated_cpu_is_what_every_reader_sees_and_the_real_one_cannot_be_read(tmp_path: Path) -> None:
+    real = read_host()
+    with simulated_cpu("arm_bf16") as kind:
+        assert host() == kind.host and cpu_flags() == kind.host.flags
+        # Reading the real flags beside simulated ones fails loudly, on any machine.
+        with pytest.raises(RealCPURead, match="simulated CPU 'arm_bf16'"):
+            read_host()
+        with pytest.raises(RuntimeError, match="already in force"), simulated_cpu("avx2"):
+            pass
+        other = tmp_path / "cpuinfo"  # a file that is not the machine's own is read as ever
+        other.write_text("flags\t: avx2\n")
+        assert cpu_flags(other) == {"avx2"}
+    assert host() == real
+    with pytest.raises(ValueError, match=r"CPU kind must be one of avx2, .*got 'sparc'"), simulated_cpu("sparc"):
+        pass
+
+
+def test_the_real_model_name_is_read(tmp_path: Path) -> None:
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nmodel name\t: AMD  EPYC 9B14\nflags\t\t: fpu avx2\n\n")
+    assert read_host(x86).model == "AMD EPYC 9B14"
 
 
 def test_engine_settings_are_scoped_to_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,3 +108,19 @@ def test_engine_settings_are_scoped_to_the_start(monkeypatch: pytest.MonkeyPatch
     with environ_defaults({"TTSCALE_TEST_A": "1", "TTSCALE_TEST_B": "ours"}):
         assert os.environ["TTSCALE_TEST_A"] == "1" and os.environ["TTSCALE_TEST_B"] == "user"
     assert "TTSCALE_TEST_A" not in os.environ and os.environ["TTSCALE_TEST_B"] == "user"
+
+
+def test_a_busy_machine_gets_one_line_before_a_cpu_engine_starts() -> None:
+    from ttscale.engine.base import EngineConfig
+    from ttscale.engine.openai_config import OpenAIConfig
+
+    cpu = EngineConfig(device="cpu")
+    note = busy_note(cpu, load=3.8, cores=[0, 1], environ={})
+    assert note is not None and "\n" not in note
+    assert note.startswith("note: this machine is busy (load average 3.8 on 2 cores)") and "cores 0-1" in note
+    assert "VLLM_CPU_OMP_THREADS_BIND=<cores>" in note
+    assert "cores 1)" in str(busy_note(cpu, load=3.0, cores=[0, 1], environ={"VLLM_CPU_OMP_THREADS_BIND": "1"}))
+    # A quiet machine, a GPU engine or a served model: nothing to say.
+    assert busy_note(cpu, load=2.0, cores=[0, 1], environ={}) is None
+    assert busy_note(EngineConfig(device="cuda"), load=9.0, cores=[0, 1], environ={}) is None
+    assert busy_note(OpenAIConfig(base_url="http://127.0.0.1:1/v1", model="m"), load=9.0, cores=[0, 1]) is None

@@ -4,6 +4,7 @@ import re
 
 from ttscale.budget import Budget
 from ttscale.runstore.summary import format_table, summarize
+from ttscale.stats.proportions import wilson_interval
 from ttscale.verifiers import cross_check
 
 
@@ -40,12 +41,18 @@ def test_summary_counts_accuracy_tokens_levels_and_cross_check() -> None:
     assert 0 < lo < 0.5 < hi < 1
     assert s["mean_generated_tokens"] == 150 and s["max_generated_tokens"] == 300
     assert s["over_budget"] == 1  # the 300-token record is past a 250 budget: summaries must show it
-    assert s["per_level"] == {"1": {"problems": 2, "accuracy": 1.0}, "2": {"problems": 2, "accuracy": 0.0}}
+    # Each level with its Wilson interval (2 of 2: [0.342, 1]; 0 of 2: [0, 0.658]).
+    assert {k: (v["problems"], v["accuracy"]) for k, v in s["per_level"].items()} == {"1": (2, 1.0), "2": (2, 0.0)}
+    assert s["per_level"]["1"]["accuracy_ci95"] == list(wilson_interval(2, 2))
+    assert [round(x, 3) for x in s["per_level"]["2"]["accuracy_ci95"]] == [0.0, 0.658]
     assert s["cached_prompt_share"] == 32 / 50
     assert s["mean_eflops"] == 30.0
     assert s["grader_cross_check"]["compared"] == 3 and s["grader_cross_check"]["disagreements"] == 0
     table = format_table(s)
-    assert "0.500" in table and "level 2" in table and "eFLOPs" in table
+    assert "0.500" in table and "eFLOPs" in table
+    assert "  level 2  " in table and "0.000  (95% CI 0.000-0.658, n=2)" in table
+    older = {**s, "per_level": {"1": {"problems": 2, "accuracy": 1.0}}}  # a summary written before level intervals
+    assert "1.000  (n=2)" in format_table(older)
 
 
 def test_cross_check_reports_a_grader_disagreement() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,11 @@ async def start_logged(config: Any, *, log: Path | None) -> AsyncEngine:
     that fails raises EngineStartError naming the log. For the engines a sweep, a comparison, an allocation search
     or a shared `ttscale.Engine` start: their processes keep writing to `log` once started."""
     from ttscale.engine import start_engine
+    from ttscale.engine.cpu import busy_note
 
+    busy = busy_note(config) if sys.stderr.isatty() else None  # for a person watching, as the progress bar is
+    if busy is not None:
+        print(busy, file=sys.stderr)
     with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log):
         try:
             return await start_engine(config)

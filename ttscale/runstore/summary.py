@@ -64,7 +64,8 @@ def summarize(
         "wall_seconds": round(wall_seconds, 3),
         "grader_cross_check": _cross_check(records, cross_check),
         "per_level": {
-            str(level): {"problems": len(v), "accuracy": sum(v) / len(v)}
+            str(level): {"problems": len(v), "accuracy": sum(v) / len(v),
+                         "accuracy_ci95": list(wilson_interval(sum(v), len(v)))}
             for level, v in sorted(by_level.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
             if level is not None
         },
@@ -245,6 +246,9 @@ def format_table(summary: dict[str, Any]) -> str:
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
     for level, row in summary.get("per_level", {}).items():
-        rows.append((f"  level {level}", f"{row['accuracy']:.3f}  (n={row['problems']})"))
+        # A summary written before levels had their interval shows without one.
+        lo, hi = row.get("accuracy_ci95") or (None, None)
+        interval = f"95% CI {lo:.3f}-{hi:.3f}, " if lo is not None else ""
+        rows.append((f"  level {level}", f"{row['accuracy']:.3f}  ({interval}n={row['problems']})"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
