@@ -110,7 +110,10 @@ def select_offline(samples: Sequence[Sample], p: DeepConfParams) -> tuple[str | 
     answered = [i for i, s in enumerate(samples) if s.answer]
     kept = [answered[j] for j in keep_top([scores[i] for i in answered], eta=p.eta)]
     prediction, votes = weighted_vote([scored[i] for i in kept])
-    threshold = min((c for i in kept if (c := scores[i]) is not None), default=None)
+    # The threshold the reference records: the (1 - η) percentile of the answered traces' scores (a kept trace sits
+    # at or above it; the lowest kept score is only where the percentile falls on a trace).
+    answered_scores = [c for i in answered if (c := scores[i]) is not None]
+    threshold = percentile(answered_scores, 100 * (1 - p.eta)) if answered_scores else None
     return prediction, scored, {"n": len(samples), "answered": len(answered), "kept": len(kept),
                                 "threshold": threshold, "votes": dict(votes)}
 

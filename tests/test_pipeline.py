@@ -182,3 +182,30 @@ def test_a_run_on_a_busy_machine_says_so_before_its_engine_starts(tmp_path: Path
     err = b"".join(chunks).decode(errors="replace")
     assert code == 0
     assert ("note: this machine is busy (load average 9.0 on 2 cores)" in err) == (load > 2 and terminal)
+
+
+def test_a_resumed_run_s_wall_time_is_the_sum_of_its_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def start_engine(config: Any) -> SimulatedArithmeticPolicy:
+        return SimulatedArithmeticPolicy(seed=1)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", start_engine)
+    out = tmp_path / "run"
+    args = ["run", "--strategy", "self_consistency", "--budget", "1k", "--limit", "3", "--out", str(out),
+            "--no-progress"]
+    assert main(args) == 0
+    summary = out / "summary.json"
+    first = json.loads(summary.read_text())
+    # The first part as if it had taken 100 s; a resume with nothing left keeps it (it wrote 0.0 s before).
+    summary.write_text(json.dumps({**first, "wall_seconds": 100.0}))
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    assert json.loads(summary.read_text())["wall_seconds"] == 100.0
+    # A resume that runs the last problem adds its own time to the earlier parts'.
+    lines = (out / "results.jsonl").read_text().splitlines()
+    (out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    again = json.loads(summary.read_text())
+    assert again["wall_seconds"] > 100.0 and again["problems"] == 3
+    # An unreadable number counts as no earlier part, never an error.
+    summary.write_text(json.dumps({**again, "wall_seconds": "NaN"}))
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    assert json.loads(summary.read_text())["wall_seconds"] == 0.0

@@ -39,9 +39,11 @@ def test_filtering_keeps_the_top_eta_by_the_chosen_score() -> None:
     # Ten traces with mean confidences 1..10; answers "a" for the six least confident, "b" for the rest.
     samples = [_sample("a" if c <= 6 else "b", [float(c)] * 3) for c in range(1, 11)]
     low = select_offline(samples, DeepConfParams(eta=0.1, score="mean"))  # DeepConf-low: the top 10%
-    assert low[0] == "b" and low[2]["kept"] == 1 and low[2]["threshold"] == 10.0
+    # The recorded threshold is the reference's: the (1 - η) percentile of the scores (1 + 9 × 0.9 = 9.1 at η = 0.1,
+    # 1 + 9 × 0.1 = 1.9 at η = 0.9), not the lowest kept score (10 and 2).
+    assert low[0] == "b" and low[2]["kept"] == 1 and low[2]["threshold"] == pytest.approx(9.1)
     high = select_offline(samples, DeepConfParams(eta=0.9, score="mean"))  # DeepConf-high: all but the worst
-    assert high[2]["kept"] == 9 and high[2]["threshold"] == 2.0
+    assert high[2]["kept"] == 9 and high[2]["threshold"] == pytest.approx(1.9)
     assert high[0] == "b"  # "b" 7+8+9+10 = 34 against "a" 2+3+4+5+6 = 20
     # The lowest-group score sees a dip the mean hides: a trace with one bad window drops out.
     dipped = [_sample("x", [9.0, 9.0, 0.0, 9.0, 9.0]), _sample("y", [6.0] * 5)]
@@ -62,7 +64,10 @@ def test_offline_takes_the_percentile_over_the_traces_that_state_an_answer() -> 
     # η = 0.1, lowest group: over all ten only the unanswered trace clears the 90th percentile (a vote of
     # nothing: None); over the nine answered ones, the "7" whose lowest group is 7.
     low = select_offline(samples, DeepConfParams(eta=0.1, score="lowest_group", window=2))
-    assert low[0] == "7" and low[2]["kept"] == 1 and low[2]["answered"] == 9 and low[2]["threshold"] == 7
+    assert low[0] == "7" and low[2]["kept"] == 1 and low[2]["answered"] == 9
+    # The threshold recorded: the 90th percentile of the nine answered scores [0.5, 1, 1, 2, 3, 4, 5, 6, 7], 6.2 (as
+    # the reference's np.percentile), not the kept trace's 7.
+    assert low[2]["threshold"] == pytest.approx(6.2)
     # η = 0.3, tail: over all ten the top three are None, "5" (8) and "7" (7) → "5"; over the nine answered ones
     # "5" (8), "7" (7) and "7" (6) → "7" by 13 to 8.
     tail = select_offline(samples, DeepConfParams(eta=0.3, score="tail", window=2))

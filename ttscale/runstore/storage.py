@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -171,6 +172,16 @@ class RunDir:
     def write_config(self, data: Mapping[str, Any]) -> None:
         """Write config.json (today's shape) stamped with today's format version, atomically."""
         self.write_json(CONFIG, dict(stamp_config(data, where=self.path / CONFIG)))
+
+    def stored_wall_seconds(self) -> float:
+        """The wall time summary.json records of the run's earlier parts (0.0 where none was written, or where the
+        file or its number cannot be read: a resumed run then counts its own part alone)."""
+        try:
+            wall = json.loads((self.path / SUMMARY).read_text(encoding="utf-8")).get("wall_seconds")
+        except (OSError, ValueError, AttributeError):
+            return 0.0
+        ok = isinstance(wall, int | float) and not isinstance(wall, bool) and math.isfinite(wall) and wall >= 0
+        return float(wall) if ok else 0.0
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Write atomically: a reader sees the old file or the new one, never half of one. `data` is written as

@@ -86,6 +86,7 @@ class RunWriter(Generic[P]):
         self._held = ExitStack()
         self._made = False
         self._commit: GroupCommit | None = None
+        self._earlier_wall = 0.0  # read on entering
 
     def __enter__(self) -> RunWriter[P]:
         made = not self.path.exists()
@@ -97,6 +98,8 @@ class RunWriter(Generic[P]):
             for name, path in ((ENGINE_LOG, self.engine_log), (STAGES, self.stages)):
                 if path is not None and not path.exists():
                     self._dir.claim(name)  # made by this run, if at all: a discarded run removes it
+            # A resumed run's wall time is the sum of its parts: the earlier ones' as their summary recorded it.
+            self._earlier_wall = 0.0 if self.new else self._dir.stored_wall_seconds()
             records, cut_short = self._results()
             done = {str(r.get("id")) for r in records}
             self.todo = [p for p in self.prepared.problems if p.id not in done]
@@ -145,7 +148,8 @@ class RunWriter(Generic[P]):
 
     def finish(self, *, wall_seconds: float, cross_check: CrossCheck, faults: dict[str, str] | None = None,
                resumed: bool | None = None, engine: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-        """Write summary.json from the run's records of its problems, and return it. `faults`: the problems a passing
+        """Write summary.json from the run's records of its problems, and return it; its wall time adds this part's
+        `wall_seconds` to what the run's earlier parts recorded. `faults`: the problems a passing
         server fault left unfinished, and the fault (others without a record are "not run"); `resumed` (None: whether
         the run held finished problems when entered); `engine`: the engines config.json records now (Ray workers',
         known once they ran; see `started`); `extra`: more keys (a replayed cell's `derived_from`)."""
@@ -155,7 +159,8 @@ class RunWriter(Generic[P]):
         records, cut_short = self._results()
         done = {str(r.get("id")) for r in records}
         unfinished = {p.id: (faults or {}).get(p.id, "not run") for p in prepared.problems if p.id not in done}
-        summary = summarize(records, budget=prepared.budget, wall_seconds=wall_seconds, unfinished=unfinished,
+        summary = summarize(records, budget=prepared.budget, wall_seconds=self._earlier_wall + wall_seconds,
+                            unfinished=unfinished,
                             cross_check=cross_check)
         summary.update(strategy=prepared.strategy_name, task=prepared.spec.task, budget=str(prepared.budget),
                        resumed=len(self.todo) < len(prepared.problems) if resumed is None else resumed, **extra)
