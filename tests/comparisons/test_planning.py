@@ -136,3 +136,17 @@ def test_the_cli_prints_a_plan_and_refuses_bad_input(pilot: Path, tmp_path: Path
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("ttscale: error: plan: ") and message in err and err.count("\n") == 1, (argv, err)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--seed", "-1"], "plan: seed must be a whole number ≥ 0, got -1"),
+    (["--repeats", "1000000000"], "plan: repeats must be a whole number in [1, 10,000], got 1000000000"),
+    (["--repeats", "0"], "plan: repeats must be a whole number in [1, 10,000], got 0"),
+    (["--sims", "1000000000000"], "plan: sims must be a whole number in [100, 100,000], got 1000000000000"),
+    (["--sims", "100000000"], "plan: sims must be a whole number in [100, 100,000], got 100000000"),
+])
+def test_plan_refuses_sizes_it_cannot_compute_in_one_line(flags: list[str], message: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # Were an OverflowError, a MemoryError, a run past 90 s and numpy's "expected non-negative integer".
+    assert main(["plan", "--difference", "5", "--discordance", "20", *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"ttscale: error: {message}"

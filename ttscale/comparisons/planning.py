@@ -34,6 +34,10 @@ from ttscale.stats.power import (
 )
 from ttscale.stats.proportions import paired_proportions
 
+MAX_SIMS = 100_000
+"""The most simulated experiments per size a plan runs (25x the default 4,000)."""
+MAX_REPEATS = 10_000
+"""The most pairs per problem a plan sizes for."""
 #: The claims planned when none is named: the verdict rules' own (better, equal within and not worse by the 1-point
 #: margin of benchmarks/verdicts.py; a cost cut of any size).
 DEFAULT_CLAIMS = ("better:0", "equal:1", "not-worse:1", "ratio:1.1")
@@ -178,8 +182,14 @@ def plan(
         parsed = [Claim(kind="ratio", value=1 / c.value) if c.kind == "ratio" else c for c in parsed]
     if not parsed:
         raise ValueError("give at least one claim")
-    if isinstance(sims, bool) or not isinstance(sims, int) or sims < 100:
-        raise ValueError(f"sims must be a whole number ≥ 100, got {sims!r}")
+    if isinstance(sims, bool) or not isinstance(sims, int) or not 100 <= sims <= MAX_SIMS:
+        # Bounded above: each size's simulations are held in memory, and 1e8 of them ran past 90 s.
+        raise ValueError(f"sims must be a whole number in [100, {MAX_SIMS:,}], got {sims!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number ≥ 0, got {seed!r}")
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or not 1 <= repeats <= MAX_REPEATS):
+        raise ValueError(f"repeats must be a whole number in [1, {MAX_REPEATS:,}], got {repeats!r}")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 2):
         raise ValueError(f"size must be a whole number ≥ 2, got {size!r}")
     source = found.get("source", "stated assumptions")
