@@ -257,7 +257,7 @@ def report(
     """The leaderboard and charts of run directories (or folders holding them) as HTML or Markdown, with the
     paired comparisons (compare.json) and allocation searches (`ttscale allocate`) found under them; written to
     `out` when given (`format` from its suffix unless given: .html, else Markdown). Returns the text."""
-    from ttscale.outputs import check_output
+    from ttscale.outputs import check_output, write_output
     from ttscale.reporting import find_comparisons, load_runs, render_html, render_markdown
 
     kind = format or ("html" if out is not None and Path(out).suffix.lower() in (".html", ".htm") else "md")
@@ -272,8 +272,7 @@ def report(
     text = (render_html if kind == "html" else render_markdown)(problems, title=title, comparisons=comparisons,
                                                                   allocations=find_allocations(runs))
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text, encoding="utf-8")
+        write_output(out, text)  # a new file renamed into place: never through a hard link's other name
     return text
 
 

@@ -6,6 +6,9 @@ stages.jsonl, allocate.json, trials.jsonl, ...): `ttscale report RUN --out RUN/r
 results with a page of Markdown. Paths are compared resolved
 (links followed, `..` folded), and an existing file also as a file, so a hard link to a run's results is
 refused too. The check runs before the command reads or writes anything.
+
+`write_output` then writes the file as a new one renamed into place: a name that was another hard link to a file
+(someone's results, another run's) keeps its content, where writing in place would truncate it for every name.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ttscale.runstore.names import TOOLKIT_FILES
+from ttscale.runstore.names import TOOLKIT_FILES, toolkit_file
+from ttscale.runstore.runfiles import write_atomic
 
 
 class OutputError(ValueError):
@@ -36,7 +40,7 @@ def check_output(out: str | Path, *, inputs: Iterable[str | Path], flag: str) ->
     for shown, source in sources:
         if target == source:
             raise OutputError(f"{flag} {given!r} is one of this command's inputs ({str(shown)!r}); write elsewhere")
-    if target.name in names:
+    if toolkit_file(target.name):
         inside = next((shown for shown, source in sources if target.is_relative_to(source)), None)
         if inside is not None:
             raise OutputError(f"{flag} {given!r} is {target.name} inside {str(inside)!r}, an input of this command: "
@@ -70,8 +74,16 @@ def _files(source: Path, names: frozenset[str]) -> Iterator[Path]:
         return
     for folder, _, files in os.walk(source):
         for name in files:
-            if name in names:
+            if name in names or toolkit_file(name):
                 yield Path(folder) / name
 
 
-__all__ = ["OutputError", "check_output", "protected_names"]
+def write_output(out: str | Path, data: str | bytes) -> None:
+    """Write the file the user named (its folder made if absent) as a new file renamed into place: never through
+    another name of the file that stood there (a hard link). Raises StorageError (an OSError) naming the file."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data.encode("utf-8") if isinstance(data, str) else data)
+
+
+__all__ = ["OutputError", "check_output", "protected_names", "write_output"]

@@ -96,6 +96,45 @@ def test_policy_out_never_writes_over_the_sweep_it_learns_from(tmp_path: Path,
     assert (root / "sweep.json").read_bytes() == sweep_json and (cell / "results.jsonl").read_bytes() == results
 
 
+def test_outputs_are_new_files_never_written_through_another_hard_link(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 59: a hard link to a file of a run that is not the command's input (another run's results) was written
+    through: `ln RUNB/results.jsonl x.md; ttscale report RUNA --out x.md` turned RUNB's results into Markdown."""
+    runa = make_run(tmp_path / "a", "sc", problems=4)
+    runb = make_run(tmp_path / "b", "bon", strategy="best_of_n", problems=4)
+    before = _snapshot(runb)
+    for i, (name, command) in enumerate([
+        ("report.md", ["report", str(runa), "--format", "md", "--out"]),
+        ("report.html", ["report", str(runa), "--out"]),
+    ]):
+        out = tmp_path / f"{i}-{name}"
+        os.link(runb / "results.jsonl", out)
+        assert main([*command, str(out)]) == 0, capsys.readouterr().err
+        assert out.read_text().lstrip().startswith(("#", "<")) and os.stat(out).st_nlink == 1
+    out = tmp_path / "api.md"
+    os.link(runb / "summary.json", out)
+    ttscale.report([runa], out=out, format="md")
+    assert out.read_text().startswith("#") and os.stat(out).st_nlink == 1
+    if pytest.importorskip("matplotlib"):
+        out = tmp_path / "plot.png"
+        os.link(runb / "config.json", out)
+        assert main(["fit", "--law", "coverage", "--n-boot", "20", str(runa), "--plot", str(out)]) == 0
+        assert out.read_bytes().startswith(b"\x89PNG") and os.stat(out).st_nlink == 1
+    assert _snapshot(runb) == before  # every file of the run that no command read kept its content
+
+
+def test_a_learned_policy_is_a_toolkit_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ttscale.outputs import OutputError, check_output
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("{}")
+    (sweep / "policy-3.json").write_text('{"rows": []}')
+    with pytest.raises(OutputError, match="policy-3.json of the ttscale directory"):
+        check_output(sweep / "policy-3.json", inputs=[tmp_path / "runs"], flag="--out")
+    check_output(tmp_path / "policy-3.json", inputs=[tmp_path / "runs"], flag="--out")  # elsewhere: a user's file
+
+
 # -- 8: records that do not belong ------------------------------------------------------------------
 
 

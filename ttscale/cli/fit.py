@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
             _plot(fit, args.plot, law=args.law)
     except (FitInputError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # the plot's file (StorageError names it)
+        raise UsageError(f"fit: cannot write {args.plot!r}: {exc}") from None
     print(text)
     return 0
 
@@ -184,8 +187,11 @@ def _plot(fit: Any, path: str, *, law: str) -> None:
         import matplotlib  # noqa: F401  (the charts import it where they draw)
     except ImportError:
         raise UsageError("--plot needs matplotlib: pip install 'ttscale[report]'") from None
+    import io
+
     import numpy as np
 
+    from ttscale.outputs import write_output
     from ttscale.reporting.charts import new_chart
 
     observed = fit.observed is not None and fit.observed[0].size
@@ -208,7 +214,11 @@ def _plot(fit: Any, path: str, *, law: str) -> None:
             axis.scatter([p["budget"] for p in points], [p["V"] for p in points], s=12, label="V_opt", zorder=3)
             axis.set_yscale("log")
     axis.legend(frameon=False)
-    figure.savefig(path, dpi=120, bbox_inches="tight", facecolor="white")  # the format from the name (.png, .svg)
+    # Drawn into memory, then written as a new file renamed into place (never through another hard link's name).
+    drawn = io.BytesIO()
+    kind = os.path.splitext(path)[1].lstrip(".").lower() or None  # the format from the name (.png, .svg)
+    figure.savefig(drawn, format=kind, dpi=120, bbox_inches="tight", facecolor="white")
+    write_output(path, drawn.getvalue())
 
 
 _X_LABELS = {"coverage": "samples k", "saturation": "budget", "kinetics": "cost", "genrm": "budget"}

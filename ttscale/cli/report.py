@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ttscale.outputs import OutputError, check_output
+    from ttscale.outputs import OutputError, check_output, write_output
 
     fmt = args.format or _format_from(args.out)
     if args.out:
@@ -59,10 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
+            write_output(out, text)
         except OSError as exc:
-            raise UsageError(f"cannot write {str(out)!r}: {exc.strerror}") from None
+            raise UsageError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
         print(f"wrote {out} ({fmt}, {runs} runs)", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -117,7 +117,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
-    from ttscale.outputs import OutputError, check_output
+    from ttscale.outputs import OutputError, check_output, write_output
 
     verifier = None if args.probe_verifier.lower() == "none" else args.probe_verifier
     if args.out:
@@ -132,7 +132,10 @@ def cmd_policy(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as exc:
         raise UsageError(f"policy: {exc}") from None
     out = Path(args.out) if args.out else Path(args.sweep) / f"policy-{args.bins}.json"
-    out.write_text(json.dumps(policy, indent=2) + "\n", encoding="utf-8")
+    try:
+        write_output(out, json.dumps(policy, indent=2) + "\n")
+    except OSError as exc:
+        raise UsageError(f"policy: cannot write {str(out)!r}: {exc.strerror or exc}") from None
     print(format_policy(policy))
     if policy.get("leakage"):
         print(f"policy: warning: {policy['leakage']}", file=sys.stderr)

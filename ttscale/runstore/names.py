@@ -7,6 +7,7 @@ is added here once: the writers take their names from here.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from pathlib import Path
@@ -42,7 +43,15 @@ TRIALS = "trials.jsonl"
 
 TOOLKIT_FILES = frozenset({CONFIG, RESULTS, SUMMARY, ENGINE_LOG, STAGES, LOCK, SWEEP, COMPARE, UNTIL_DECIDED,
                            ALLOCATION, ALLOCATION_TABLE, SEARCH, TRIALS})
-"""Every file the toolkit writes in its folders: never written over by a path the user names."""
+"""Every file the toolkit writes in its folders under a fixed name: never written over by a path the user names."""
+TOOLKIT_PATTERNS = ("policy-*.json",)
+"""The names of the files the toolkit writes in its folders under a varying name (`ttscale policy`'s learned
+policy in its sweep's folder, `policy-<bins>.json`): protected as TOOLKIT_FILES are."""
+
+
+def toolkit_file(name: str) -> bool:
+    """Whether `name` is one of the files the toolkit writes in its folders (TOOLKIT_FILES, TOOLKIT_PATTERNS)."""
+    return name in TOOLKIT_FILES or any(fnmatch.fnmatchcase(name, pattern) for pattern in TOOLKIT_PATTERNS)
 
 
 #: What a folder holding each of these files is (the first found names it).
@@ -97,6 +106,24 @@ def _format_of(path: Path) -> object:
     return data.get("format") if isinstance(data, dict) else None
 
 
-__all__ = ["ALLOCATION", "ALLOCATION_TABLE", "COMPARE", "CONFIG", "ENGINE_LOG", "LOCK", "RESULTS", "SEARCH", "STAGES",
-           "SUMMARY", "SWEEP", "TOOLKIT_FILES", "TRIALS", "UNTIL_DECIDED", "check_out_folder", "folder_entries",
-           "refuse_folder"]
+__all__ = [
+    "ALLOCATION",
+    "ALLOCATION_TABLE",
+    "COMPARE",
+    "CONFIG",
+    "ENGINE_LOG",
+    "LOCK",
+    "RESULTS",
+    "SEARCH",
+    "STAGES",
+    "SUMMARY",
+    "SWEEP",
+    "TOOLKIT_FILES",
+    "TOOLKIT_PATTERNS",
+    "TRIALS",
+    "UNTIL_DECIDED",
+    "check_out_folder",
+    "folder_entries",
+    "refuse_folder",
+    "toolkit_file",
+]
