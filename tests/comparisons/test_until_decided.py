@@ -182,3 +182,22 @@ def test_on_the_real_engine_identical_strategies_run_to_the_cap(tmp_path: Path, 
     assert [x["outcome"] for x in state["looks"]] == ["continue"] * 3 + ["inconclusive"]
     assert state["stopped"]["problems"] == 20 and "no verdict either way" in state["stopped"]["why"]
     assert all(len(ids) == 20 for ids in cell_records(tmp_path / "cmp").values())
+
+
+def test_a_comparison_of_other_runs_never_replaces_a_comparison_that_ran_its_strategies(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 59: `compare A B --out CMP` wrote over a sequential comparison's compare.json (its own format), and
+    report and plan then described runs that are not in CMP."""
+    sequential(tmp_path, DIFFERENT, cap=12)
+    root = tmp_path / "cmp"
+    before = (root / COMPARE).read_bytes()
+    cells = sorted(str(cell) for cell in (root / "cells").iterdir())
+    assert main(["compare", *cells, "--out", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"ttscale: error: compare: --out {str(root)!r} is a comparison that ran its strategies "
+                   "(sweep.json, until_decided.json): its compare.json describes the runs in it, never replaced; "
+                   "write elsewhere")
+    assert (root / COMPARE).read_bytes() == before
+    # A comparison of runs written before is written again in its own folder, as ever.
+    assert main(["compare", *cells, "--out", str(tmp_path / "again")]) == 0
+    assert main(["compare", *cells, "--out", str(tmp_path / "again")]) == 0

@@ -37,7 +37,7 @@ from ttscale.comparisons.spec import compare_spec
 from ttscale.evals import load_task
 from ttscale.routing.policy import candidate_key
 from ttscale.runstore import runs
-from ttscale.runstore.names import COMPARE, check_out_folder
+from ttscale.runstore.names import COMPARE, SWEEP, UNTIL_DECIDED, check_out_folder
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.stats.paired import METRICS, PairResult, compare_pair
 from ttscale.sweeps import SWEEP, cell_dir, create_sweep, load_spec, run_sweep
@@ -216,6 +216,12 @@ def compare(
         if out:
             # Before anything is read: a user's compare.json, a run or other files are never written over.
             check_out_folder(out, what="a ttscale comparison", own=COMPARE, own_format=FORMAT)
+            # Nor a comparison that ran its own strategies (a sequential one too): its compare.json describes the
+            # runs in its folder, which report, plan and --resume read beside it.
+            ran = [name for name in (SWEEP, UNTIL_DECIDED) if (Path(out) / name).exists()]
+            if ran:
+                raise ValueError(f"--out {str(out)!r} is a comparison that ran its strategies ({', '.join(ran)}): "
+                                 "its compare.json describes the runs in it, never replaced; write elsewhere")
         result = analyse(runs, options=options)
         return write(result, out) if out else result
     refuse_in_spawned_bootstrap("ttscale.compare")  # runs strategies: before its folder is read or made
