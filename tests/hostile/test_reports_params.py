@@ -130,7 +130,7 @@ def test_a_learned_policy_is_a_toolkit_file(tmp_path: Path, capsys: pytest.Captu
     sweep.mkdir()
     (sweep / "sweep.json").write_text("{}")
     (sweep / "policy-3.json").write_text('{"rows": []}')
-    with pytest.raises(OutputError, match="policy-3.json of the ttscale directory"):
+    with pytest.raises(OutputError, match=r"policy-3\.json of the ttscale directory"):
         check_output(sweep / "policy-3.json", inputs=[tmp_path / "runs"], flag="--out")
     check_output(tmp_path / "policy-3.json", inputs=[tmp_path / "runs"], flag="--out")  # elsewhere: a user's file
 

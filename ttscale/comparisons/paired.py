@@ -37,7 +37,7 @@ from ttscale.comparisons.spec import compare_spec
 from ttscale.evals import load_task
 from ttscale.routing.policy import candidate_key
 from ttscale.runstore import runs
-from ttscale.runstore.names import COMPARE, SWEEP, UNTIL_DECIDED, check_out_folder
+from ttscale.runstore.names import COMPARE, UNTIL_DECIDED, check_out_folder
 from ttscale.runstore.storage import CONFIG, RunDir
 from ttscale.stats.paired import METRICS, PairResult, compare_pair
 from ttscale.sweeps import SWEEP, cell_dir, create_sweep, load_spec, run_sweep
