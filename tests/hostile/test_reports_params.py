@@ -222,6 +222,10 @@ def _edit_first_record(run: Path, edit: Any) -> None:
     ("ledger.generated_tokens", lambda r: r["ledger"].update(generated_tokens=float("inf"))),
     ("ledger.spent", lambda r: r["ledger"].update(spent=float("inf"))),
     ("ledger.spent", lambda r: r["ledger"].update(spent="abc")),
+    # Issue 59: numbers too large to be real were an OverflowError (exit 1) in report, compare, fit and resume.
+    ("ledger.spent", lambda r: r["ledger"].update(spent=1e308)),
+    ("ledger.generated_tokens", lambda r: r["ledger"].update(generated_tokens=10 ** 400)),
+    ("info.S", lambda r: r.update(info={**(r.get("info") or {}), "S": 10 ** 400})),
     ("ledger", lambda r: r.update(ledger=[])),
     ("samples", lambda r: r.update(samples=3)),
     ("correct", lambda r: r.update(correct="yes")),

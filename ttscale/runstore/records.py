@@ -26,6 +26,8 @@ TaskLoader = Callable[..., Any]
 over by the layer above (the run store never imports the tasks). A task has `problems()`, `config()` and
 `grade(answer, problem)`, and may have `execute(answer, problem)` (a code task) and `path` (None: the hub's)."""
 
+#: The largest magnitude a stored number may have (a larger one is an edited file).
+LARGEST = 1e30
 #: Ledger fields that count something: whole numbers ≥ 0.
 _COUNTS = ("generated_tokens", "prompt_tokens", "cached_prompt_tokens", "calls", "samples", "cut_samples",
            "context_cut_samples", "capped_requests", "refused_requests", "reward_evaluations")
@@ -50,14 +52,14 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     ledger = record.get("ledger") or {}
     for key in _COUNTS:
         if key in ledger and not _whole(ledger[key]):
-            return f"ledger.{key} {_shown(ledger[key])} it must be a whole number ≥ 0"
+            return f"ledger.{key} {_shown(ledger[key])} it must be a whole number in [0, {LARGEST:g}]"
     for key in _AMOUNTS:
         if key in ledger and not _finite(ledger[key]):
-            return f"ledger.{key} {_shown(ledger[key])} it must be a finite number"
+            return f"ledger.{key} {_shown(ledger[key])} it must be a finite number of at most {LARGEST:g} in size"
     info = record.get("info") or {}
     for key in _INFO_NUMBERS:
         if key in info and not _finite(info[key]):
-            return f"info.{key} {_shown(info[key])} it must be a finite number"
+            return f"info.{key} {_shown(info[key])} it must be a finite number of at most {LARGEST:g} in size"
     for i, sample in enumerate(record.get("samples") or ()):
         if not isinstance(sample, dict):
             return f"samples[{i}] {_shown(sample)} it must be an object"
@@ -106,7 +108,10 @@ def _whole(value: Any) -> bool:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # Bounded: a 400-digit integer is no float (OverflowError), and 1e308 sums to infinity that no count converts
+    # back from. 1e30 is far above any real ledger (a problem's FLOPs are ~1e12-1e18).
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and (abs(value) <= LARGEST if isinstance(value, int) else math.isfinite(value) and abs(value) <= LARGEST))
 
 
 def _shown(value: Any) -> str:
