@@ -90,7 +90,7 @@ def test_the_memory_cap_names_the_share_and_the_whole() -> None:
     # 1000 // 3 = 333 MiB a process (floor: three shares may not exceed the whole).
     assert limits.memory_cap(processes_capped=True) == (
         "1000 MiB for the whole execution: 333 MiB of address space per process (RLIMIT_AS) x 3 processes and "
-        "threads (RLIMIT_NPROC); SysV shared memory and message queues bounded in its IPC namespace")
+        "threads (RLIMIT_NPROC); SysV shared memory, message queues and semaphores bounded in its IPC namespace")
     assert limits.memory_cap(processes_capped=False) == (
         "333 MiB of address space per process (RLIMIT_AS); no cap on the whole execution (root without "
         "namespaces: RLIMIT_NPROC does not bind)")

@@ -48,13 +48,13 @@ def test_the_filter_decides_as_documented(machine: str) -> None:
 
     for name in ("add_key", "keyctl", "request_key"):
         assert decide(name) == errno(EPERM)
-    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register", "memfd_create"):
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register", "memfd_create", "memfd_secret"):
         assert decide(name) == errno(ENOSYS)
     for call in ("socket", "socketpair"):
         for family in range(64):
             expected = ALLOW if family in ALLOWED_FAMILIES else errno(EAFNOSUPPORT)
             assert decide(call, family) == expected, (call, family)
-    assert decide("shmget") == ALLOW and decide("msgget") == ALLOW
+    assert decide("shmget") == ALLOW and decide("msgget") == ALLOW and decide("semget") == ALLOW
     assert decide(0) == ALLOW and decide(numbers["socket"] + 1000) == ALLOW
     assert decide("socket", 2, on=0x40000003) == KILL  # another ABI (i386's number)
     if machine == "x86_64":
@@ -66,6 +66,7 @@ def test_sysv_ipc_is_refused_where_its_bounds_cannot_be_set() -> None:
     program = filter_program("x86_64", refuse_sysv=True)
     assert run_filter(program, arch=arch, nr=numbers["shmget"]) == errno(ENOSYS)
     assert run_filter(program, arch=arch, nr=numbers["msgget"]) == errno(ENOSYS)
+    assert run_filter(program, arch=arch, nr=numbers["semget"]) == errno(ENOSYS)
 
 
 def test_an_unknown_machine_is_a_set_up_error_not_an_unfiltered_run() -> None:

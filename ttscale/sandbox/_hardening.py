@@ -15,15 +15,15 @@ it is given), so the filter's contents follow Flatpak (bubblewrap's main user) a
   execution) that refuses, as Flatpak's and Docker's default profiles do: `add_key`, `keyctl` and `request_key`
   (EPERM; keys are not namespaced); `socket` and `socketpair` for any address family but AF_UNIX, AF_INET,
   AF_INET6 and AF_NETLINK, which the net namespace covers (EAFNOSUPPORT: Flatpak's allow-list; Docker refuses
-  only AF_VSOCK); io_uring (Docker), whose requests can open sockets without the `socket` call; `memfd_create`,
-  whose files hold memory outside the address-space limit; and every system call of another ABI (the 32-bit
+  only AF_VSOCK); io_uring (Docker), whose requests can open sockets without the `socket` call; `memfd_create` and
+  `memfd_secret`, whose files hold memory outside the address-space limit (a secret one unevictable as well); and every system call of another ABI (the 32-bit
   and x32 calls on x86_64 would pass a filter written for 64-bit numbers): the process is killed (SIGSYS).
   Numbers are known for x86_64, aarch64 and riscv64 (little-endian, no socketcall multiplexer); elsewhere the
   set-up fails and says so, rather than run the candidate unfiltered;
 - the candidate's IPC namespace gets small bounds (shared memory no larger than its temporary directory, 16
-  segments, 16 message queues, 16 POSIX queues), so that IPC does not hold memory the address-space limit
-  does not count. The kernel lets only the namespace's root (as ttscale runs it: root) write them; where it
-  cannot, the filter refuses `shmget` and `msgget` instead.
+  segments, 16 message queues, 16 POSIX queues, 16 semaphore sets of 32), so that IPC does not hold memory the
+  address-space limit does not count. The kernel lets only the namespace's root (as ttscale runs it: root)
+  write them; where it cannot, the filter refuses `shmget`, `msgget` and `semget` instead.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ if "IsolationError" not in globals():  # imported as a module (by tests), not ru
     from ttscale.sandbox._isolation import IsolationError
 
 _GENERIC = {"socket": 198, "socketpair": 199, "add_key": 217, "request_key": 218, "keyctl": 219,
-            "memfd_create": 279, "shmget": 194, "msgget": 186,
+            "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "semget": 190,
             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
 # Per architecture: seccomp's AUDIT_ARCH value and the system call numbers the filter names.
 SYSCALLS: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (0xC000003E, {"socket": 41, "socketpair": 53, "add_key": 248, "request_key": 249, "keyctl": 250,
-                            "memfd_create": 319, "shmget": 29, "msgget": 68,
+                            "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "semget": 64,
                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}),
     "aarch64": (0xC00000B7, _GENERIC),
     "riscv64": (0xC00000F3, _GENERIC),
@@ -62,12 +62,17 @@ _NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (args[0]'s low wo
 # Where the kernel keeps the IPC namespace's bounds (of the calling process's namespace), and their values.
 _IPC_BOUNDS = ("kernel/shmmni", "kernel/msgmni", "fs/mqueue/queues_max")
 _IPC_OBJECTS = 16
+_SEMS_PER_SET = 32
 
 
 def bound_ipc(work_mib: int) -> bool:
     """Small bounds for this process's (new) IPC namespace; False where the kernel does not let us set them."""
-    values = {"kernel/shmmax": work_mib * 2**20, "kernel/shmall": work_mib * 2**20 // os.sysconf("SC_PAGE_SIZE")}
+    values: dict[str, object] = {"kernel/shmmax": work_mib * 2**20,
+                                 "kernel/shmall": work_mib * 2**20 // os.sysconf("SC_PAGE_SIZE")}
     values.update(dict.fromkeys(_IPC_BOUNDS, _IPC_OBJECTS))
+    # SysV semaphores: SEMMSL (per set), SEMMNS (in all), SEMOPM (per semop call), SEMMNI (sets): 16 sets of at
+    # most 32 semaphores, 512 in all (the default SEMMNI of 32,000 sets let 1,200 semget calls hold 2.4 GB).
+    values["kernel/sem"] = f"{_SEMS_PER_SET} {_SEMS_PER_SET * _IPC_OBJECTS} {_SEMS_PER_SET} {_IPC_OBJECTS}"
     try:
         for name, value in values.items():
             with open(f"/proc/sys/{name}", "w") as handle:
@@ -89,9 +94,9 @@ def filter_program(machine: str, *, refuse_sysv: bool) -> list[tuple[int, int]]:
     arch, numbers = SYSCALLS[machine]
     refused = [(numbers[name], EPERM) for name in ("add_key", "keyctl", "request_key")]
     refused += [(numbers[name], ENOSYS) for name in ("io_uring_setup", "io_uring_enter", "io_uring_register",
-                                                     "memfd_create")]
+                                                     "memfd_create", "memfd_secret")]
     if refuse_sysv:
-        refused += [(numbers["shmget"], ENOSYS), (numbers["msgget"], ENOSYS)]
+        refused += [(numbers[name], ENOSYS) for name in ("shmget", "msgget", "semget")]
     kill = _instruction(_RET_K, _RET_KILL_PROCESS)
     program = [_instruction(_LD_W_ABS, _ARCH), _instruction(_JEQ_K, arch, jt=1), kill,
                _instruction(_LD_W_ABS, _NR)]

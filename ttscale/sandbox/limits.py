@@ -74,7 +74,7 @@ class Limits:
         if not processes_capped:
             return f"{share}; no cap on the whole execution (root without namespaces: RLIMIT_NPROC does not bind)"
         return (f"{self.memory_mib} MiB for the whole execution: {share} x {self.processes} processes and threads "
-                "(RLIMIT_NPROC); SysV shared memory and message queues bounded in its IPC namespace")
+                "(RLIMIT_NPROC); SysV shared memory, message queues and semaphores bounded in its IPC namespace")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,10 +40,11 @@ ISOLATION = {
     "namespaces": "user, pid, net, mount, IPC namespaces; read-only filesystem (a minimal root: the Python "
     "installation, /usr, /dev/null, zero, random, urandom and its own /proc); an empty tmpfs as cwd, HOME and "
     "TMPDIR; uid 1000 without capabilities; its own session keyring; seccomp: keyring calls, io_uring, "
-    "memfd_create and address families but unix, inet, inet6, netlink refused; rlimits",
+    "memfd_create, memfd_secret and address families but unix, inet, inet6, netlink refused; bounded SysV IPC; "
+    "rlimits",
     "rlimits": "none: rlimits, own session and process group, orphans killed (subreaper), a host temp dir as cwd, "
-    "HOME and TMPDIR; its own session keyring; seccomp as with namespaces, SysV shared memory and message queues "
-    "refused too; the network and the host's files are reachable, and so are the host's IPC objects",
+    "HOME and TMPDIR; its own session keyring; seccomp as with namespaces, SysV shared memory, message queues "
+    "and semaphores refused too; the network and the host's files are reachable, and so are the host's IPC objects",
     "bare": "none (benchmark baseline): no isolation, no limits but the wall clock",
 }
 MAX_SOURCE_BYTES = 1 << 20
