@@ -14,12 +14,12 @@ it is given), so the filter's contents follow Flatpak (bubblewrap's main user) a
   are not on PyPI, `pip install seccomp` finds nothing, and a wrapper would cost loading libseccomp in every
   execution) that refuses, as Flatpak's and Docker's default profiles do: `add_key`, `keyctl` and `request_key`
   (EPERM; keys are not namespaced); `socket` and `socketpair` for any address family but AF_UNIX, AF_INET,
-  AF_INET6 and AF_NETLINK, which the net namespace covers (EAFNOSUPPORT: Flatpak's allow-list; Docker refuses
-  only AF_VSOCK); io_uring (Docker), whose requests can open sockets without the `socket` call; `memfd_create` and
-  `memfd_secret`, whose files hold memory outside the address-space limit (a secret one unevictable as well); and every system call of another ABI (the 32-bit
-  and x32 calls on x86_64 would pass a filter written for 64-bit numbers): the process is killed (SIGSYS).
-  Numbers are known for x86_64, aarch64 and riscv64 (little-endian, no socketcall multiplexer); elsewhere the
-  set-up fails and says so, rather than run the candidate unfiltered;
+  AF_INET6 and AF_NETLINK, which the net namespace covers (EAFNOSUPPORT: Flatpak's allow-list; Docker refuses only
+  AF_VSOCK); io_uring (Docker), whose requests can open sockets without the `socket` call; `memfd_create` and
+  `memfd_secret`, whose files hold memory outside the address-space limit (a secret one unevictable as well); and
+  every system call of another ABI (the 32-bit and x32 calls on x86_64 would pass a filter written for 64-bit
+  numbers): the process is killed (SIGSYS). Numbers are known for x86_64, aarch64 and riscv64 (little-endian, no
+  socketcall multiplexer); elsewhere the set-up fails and says so, rather than run the candidate unfiltered;
 - the candidate's IPC namespace gets small bounds (shared memory no larger than its temporary directory, 16
   segments, 16 message queues, 16 POSIX queues, 16 semaphore sets of 32), so that IPC does not hold memory the
   address-space limit does not count. The kernel lets only the namespace's root (as ttscale runs it: root)
