@@ -28,8 +28,8 @@ installed with prctl, `_hardening.py`) refusing `add_key`, `keyctl` and `request
 io_uring (its requests open sockets without `socket`), `memfd_create` and `memfd_secret` (their files hold memory
 no address-space limit counts), `socket` and `socketpair` for every address family but AF_UNIX, AF_INET, AF_INET6
 and AF_NETLINK (which the net namespace covers; AF_VSOCK reaches the whole VM: EAFNOSUPPORT), and every system
-call of another ABI (killed); rlimits (CPU per process, rounded up to whole seconds; file size; open files; processes and
-threads together: RLIMIT_NPROC, counted in the execution's own user namespace; and the memory of the whole
+call of another ABI (killed); rlimits (CPU per process, rounded up to whole seconds; file size; open files;
+processes and threads together: RLIMIT_NPROC, counted in the execution's own user namespace; and the memory of the whole
 execution, `memory_mib`, as each process's address space: `memory_mib // processes` of RLIMIT_AS, so that all
 the processes it may have together stay within it: no cgroup v2 memory controller is used); stdout and stderr
 read as they come with the first `output_kib` kept, and a wall-clock limit after which every process of the
