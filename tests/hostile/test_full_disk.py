@@ -162,6 +162,29 @@ def test_a_full_disk_mid_run_is_one_line_exit_2_naming_the_disk(
     assert "No space left on device: the file system at" in lines[0] and "is full" in lines[0], lines
 
 
+def test_a_full_disk_mid_sweep_is_one_line_exit_2_saying_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 59: the sweep's full-disk line lacked run's "continue with --resume DIR"."""
+    from tests.hostile.stub_server import StubServer
+    from tests.hostile.test_run_files import _stub
+    from ttscale.cli import main
+
+    def full(self: RunDir, records: list[dict[str, Any]]) -> None:
+        raise storage_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), self.path / RESULTS, "append to")
+
+    monkeypatch.setattr(RunDir, "append_many", full)
+    out = tmp_path / "sweep"
+    with StubServer(_stub) as server:
+        code = main(["sweep", "--strategy", "sc max_tokens=32 n=2", "--budgets", "64", "--limit", "2", "--out",
+                     str(out), "--backend", "openai", "--base-url", server.url, "--model", "smol", "--tokenizer",
+                     "embedded", "--no-progress"])  # fmt: skip
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ttscale:")]
+    assert code == 2 and len(lines) == 1, (code, lines)
+    assert "No space left on device: the file system at" in lines[0] and "is full" in lines[0], lines
+    assert f"continue with ttscale sweep --resume {out}" in lines[0], lines
+
+
 def test_a_full_disk_while_a_shared_stage_is_stored_stops_the_run_and_records_no_problem_as_done(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

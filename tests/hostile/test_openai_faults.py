@@ -232,6 +232,27 @@ def test_best_of_n_on_a_server_without_log_probs_stops_with_one_line(tmp_path: P
     assert not RunDir(out).finished_ids()  # nothing recorded as answered: a resume on a better server runs them all
 
 
+def test_a_sweep_on_a_server_without_log_probs_stops_with_one_line_and_how_to_go_on(tmp_path: Path) -> None:
+    """Issue 59: a sweep said "MissingLogprobsError ... TTSCALE_DEBUG" with exit 1 where run says it in one line."""
+    def handler(method: str, path: str, body: Any) -> Reply:
+        if _path(path).endswith("/models"):
+            return model_list("smol", max_model_len=2048)
+        return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
+
+    out = tmp_path / "sweep"
+    with StubServer(handler) as stub:
+        done = _cli([
+            "sweep", "--strategy", "best_of_n n=2 max_tokens=16", "--budgets", "64", "--task",
+            f"jsonl:{_task(tmp_path)}", "--out", str(out), "--backend", "openai", "--base-url", stub.url,
+            "--model", "smol", "--tokenizer", "embedded", "--no-progress",
+        ])  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.strip().splitlines() if line.startswith("ttscale:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr and "TTSCALE_DEBUG" not in done.stderr, done.stderr
+    assert errors[0].startswith("ttscale: error: sweep: the engine answered without the log-probs it was asked for")
+    assert errors[0].endswith(f"continue with ttscale sweep --resume {out}")
+
+
 # -- item 11: a credential in the base URL's query string -------------------------------------------
 CREDENTIAL_NAMES = ["api_key", "key", "token", "access_token", "sig", "signature", "password", "secret", "API-KEY",
                     "X-Api-Key", "Token"]

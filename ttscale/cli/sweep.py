@@ -98,6 +98,10 @@ def register_policy(sub: Any) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     # --resume DIR is the API's `out` alone; a new sweep's --out must not hold one (the API would finish it).
+    from ttscale.engine.base import EngineFatalError
+    from ttscale.runstore.runfiles import StorageError
+
+    settings: dict[str, Any] = {}
     try:
         # ValueError: bad settings (an engine flag out of range included), a cell directory held by another
         # process, or one that differs from the grid
@@ -105,6 +109,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         result = sweep(**settings, progress=not args.no_progress, command=sys.argv, verbose=args.verbose)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"sweep: {exc}") from None
+    except (EngineFatalError, StorageError) as exc:
+        # The server gave out (a model without log-probs, a fault past its retries) or the disk did: one line, with
+        # how to go on, as `run` says it. Every finished problem of every cell is saved.
+        hint = f"; finished problems are saved: continue with ttscale sweep --resume {settings.get('out') or 'DIR'}"
+        if isinstance(exc, StorageError):
+            raise StorageError(exc.errno, f"{exc.strerror}{hint}") from None
+        raise UsageError(f"sweep: {exc}{hint}") from None
     table, matched, root = result.cells, result.matched, result.path
     if args.json:
         print(json.dumps({"cells": table, "matched_compute": matched}, indent=2))
