@@ -118,3 +118,30 @@ def test_a_shared_engine_logs_its_start_to_a_file_and_a_failed_start_names_it(
     assert _said((tmp_path / "failed.log").read_text()) == list(CHATTER) and _said(capfd.readouterr().err) == []
     with pytest.raises(ValueError, match="log must be a file path or None, got int"):
         ttscale.Engine(log=3)  # type: ignore[arg-type]
+
+
+def test_the_engine_s_logger_in_this_process_writes_to_the_engine_log_once_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 59: `compare` printed vLLM's "Passing raw prompts to InputProcessor is deprecated" on the terminal
+    without --verbose: vLLM's logger in this process keeps the stream stdout was at its import, which the quiet
+    start restores to the terminal. As vLLM configures it (a StreamHandler on sys.stdout) here, with no vLLM."""
+    import asyncio
+    import logging
+    import sys
+
+    from ttscale.running.launch import start_logged
+
+    logger = logging.getLogger("vllm")
+    theirs, mine = logging.StreamHandler(sys.stdout), logging.StreamHandler(sys.stderr)
+    theirs.set_name("vllm")  # as vLLM's logging config names its handler
+    mine.setLevel(logging.CRITICAL)  # a handler of the user's own: left as it is
+    monkeypatch.setattr(logger, "handlers", [theirs, mine])
+    monkeypatch.setattr(logger, "propagate", False)
+    monkeypatch.setattr(ttscale.engine, "start_engine", _chatty)
+    log = tmp_path / "engine.log"
+    asyncio.run(start_logged(object(), log=log))
+    logging.getLogger("vllm.v1.engine.input_processor").warning("Passing raw prompts is deprecated")
+    theirs.flush()
+    out, err = capfd.readouterr()
+    assert "deprecated" not in out + err
+    assert "Passing raw prompts is deprecated" in log.read_text() and mine.stream is sys.stderr

@@ -8,12 +8,13 @@ run's engine fails before any problem finished (the run's files are discarded, i
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ttscale.engine.base import EngineFatalError, environ_defaults
 from ttscale.engine.logs import capture_output
@@ -39,11 +40,32 @@ async def start_logged(config: Any, *, log: Path | None) -> AsyncEngine:
         print(busy, file=sys.stderr)
     with environ_defaults({"VLLM_LOGGING_LEVEL": "INFO"}), capture_output(log):
         try:
-            return await start_engine(config)
+            started = await start_engine(config)
         except Exception as exc:
             if log is None or not engine_failure(exc):
                 raise
             raise start_error(exc, log) from exc
+    if log is not None:
+        engine_logs_to(log)
+    return started
+
+
+_LOGS: dict[Path, IO[str]] = {}
+"""The engine logs the engine's loggers in this process write to (one handle each, kept open while it runs)."""
+
+
+def engine_logs_to(log: Path) -> None:
+    """vLLM's own logger in this process (its requests' warnings, such as a deprecation) writes to the terminal
+    once the quiet start is over: its handler holds the stream stdout was when vLLM was imported. Point it at
+    `log`, where the engine's processes write, so that `compare`, `sweep`, `allocate` and a shared `ttscale.Engine`
+    print nothing of vLLM's without --verbose."""
+    terminal = {sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__}
+    for handler in logging.getLogger("vllm").handlers:
+        # vLLM's own (its logging config names it "vllm"), not a handler the user added.
+        if isinstance(handler, logging.StreamHandler) and handler.get_name() == "vllm" and handler.stream in terminal:
+            if log not in _LOGS:
+                _LOGS[log] = open(log, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
+            handler.setStream(_LOGS[log])
 
 
 def start_error(exc: BaseException, log: Path) -> EngineStartError:
@@ -73,4 +95,4 @@ def keep_engine_log(log: Path) -> Path | None:
     return Path(name)
 
 
-__all__ = ["EngineStartError", "engine_failure", "keep_engine_log", "start_error", "start_logged"]
+__all__ = ["EngineStartError", "engine_failure", "engine_logs_to", "keep_engine_log", "start_error", "start_logged"]
