@@ -68,6 +68,9 @@ GARBAGE: dict[str, Reply] = {
     "choice-text-number": json_reply({"choices": [{"index": 0, "text": 12345, "finish_reason": "stop"}]}),
     "choice-text-list": json_reply({"choices": [{"index": 0, "text": ["4"], "finish_reason": "stop"}]}),
     "choice-index-unreadable": json_reply({"choices": [{"index": "first", "text": "4", "finish_reason": "stop"}]}),
+    # Issue 59: more token ids than max_tokens (8) was graded as a wrong answer.
+    "token-ids-past-max-tokens": json_reply({"choices": [{"index": 0, "text": "4", "token_ids": list(range(9)),
+                                                          "finish_reason": "length"}]}),
 }
 
 
@@ -86,6 +89,33 @@ def test_a_malformed_200_is_retried_like_a_5xx_and_then_answered(kind: str, monk
     with StubServer(handler) as stub:
         generation = _engine_run(stub.url, _generate())
     assert posts == 3 and generation.completions[0].text == "4"
+
+
+@pytest.mark.parametrize(("sampled", "top"), [
+    ([float("nan")], None), ([float("inf")], None), ([float("-inf")], None), ([0.5], None),
+    ([-0.1], {"4": float("nan")}), ([-0.1], {"4": float("inf")}),
+])
+def test_log_probs_that_are_no_numbers_are_a_malformed_answer_retried(sampled: list[float],
+                                                                     top: dict[str, float] | None) -> None:
+    """Issue 59: best_of_n took NaN and ±Infinity log-probs from a server (exit 0, every score NaN)."""
+    posts = 0
+
+    def handler(method: str, path: str, body: Any) -> Reply:
+        nonlocal posts
+        if _path(path).endswith("/models"):
+            return model_list("smol")
+        posts += 1
+        values, alternatives = (sampled, top) if posts <= 2 else ([-0.1], {"4": -0.1})
+        logprobs = {"token_logprobs": values, "tokens": ["4"], "top_logprobs": [alternatives] if top else None}
+        return json_reply({"choices": [{"index": 0, "text": "4", "token_ids": [7], "logprobs": logprobs,
+                                        "finish_reason": "stop"}]})
+
+    async def use(engine: OpenAIEngine) -> Any:
+        return await engine.generate([1, 2, 3], SamplingParams(n=1, max_tokens=8, logprobs=1 if top else 0))
+
+    with StubServer(handler) as stub:
+        generation = _engine_run(stub.url, use)
+    assert posts == 3 and generation.completions[0].logprobs == (-0.1,)
 
 
 def test_a_malformed_200_that_persists_raises_a_transient_error_after_the_retries(

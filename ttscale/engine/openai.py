@@ -279,6 +279,8 @@ class OpenAIEngine(HFTokenizerMixin):
             raise TypeError(f"a choice's text is {type(text).__name__}, not a string")
         ids = choice.get("token_ids")
         if isinstance(ids, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids):
+            if len(ids) > params.max_tokens:  # more tokens than asked: no answer to this request (retried)
+                raise ValueError(f"a choice has {len(ids)} token ids, past the {params.max_tokens} asked")
             token_ids = tuple(ids)
         else:
             # A server that returns no ids: count the text's tokens ourselves (exact for the same tokenizer).
@@ -291,9 +293,15 @@ class OpenAIEngine(HFTokenizerMixin):
             values = logprobs.get("token_logprobs")
             if isinstance(values, list):
                 sampled = tuple(float(v) if v is not None else -math.inf for v in values)
+                # A sampled token's log-prob is finite and ≤ 0; NaN or ±Infinity (JSON that Python reads) scored
+                # every sample NaN: no answer to this request (retried, then the problem unfinished).
+                if any(v is not None and not (math.isfinite(float(v)) and float(v) <= 1e-6) for v in values):
+                    raise ValueError("a choice's token log-probs are not finite numbers ≤ 0")
             alternatives = logprobs.get("top_logprobs")
             if params.logprobs > 0 and isinstance(alternatives, list):
                 top = tuple({str(k): float(v) for k, v in (pos or {}).items()} for pos in alternatives)
+                if any(math.isnan(v) or v > 1e-6 for pos in top for v in pos.values()):  # -inf: a masked token
+                    raise ValueError("a choice's top log-probs are not numbers ≤ 0")
                 # The server sends alternatives keyed by text: two candidates that decode alike arrive as one.
                 confidences = tuple(token_confidence(pos.values()) if pos else 0.0 for pos in top)
         return Completion(
