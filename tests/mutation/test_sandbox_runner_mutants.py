@@ -99,11 +99,17 @@ def test_the_reason_is_one_line_of_at_most_500_characters() -> None:
         (OSError(28, "No space left on device"),
          "OSError: [Errno 28] No space left on device: temporary directory of 3 MiB full"),
         (OSError(24, "Too many open files"), "OSError: [Errno 24] Too many open files: open-file limit of 20"),
+        # Issue 59: fork past the process limit and mmap past the address space named no limit.
+        (BlockingIOError(11, "Resource temporarily unavailable"),
+         "BlockingIOError: [Errno 11] Resource temporarily unavailable: process limit: 4 processes and threads"),
+        (OSError(12, "Cannot allocate memory"),
+         "OSError: [Errno 12] Cannot allocate memory: memory limit: 150 MiB per process, 600 MiB for the execution"),
         (OSError(26, "Text file busy"), "OSError: [Errno 26] Text file busy"),
         (OSError(29, "Illegal seek"), "OSError: [Errno 29] Illegal seek"),
         (ValueError(27), "ValueError: 27"),
     ],
-    ids=["memory", "threads", "other_runtime", "efbig", "enospc", "emfile", "errno_26", "errno_29", "not_os"],
+    ids=["memory", "threads", "other_runtime", "efbig", "enospc", "emfile", "eagain", "enomem", "errno_26", "errno_29",
+         "not_os"],
 )
 def test_each_limit_is_named_with_its_value(error: BaseException, reason: str) -> None:
     assert _describe(error, {}, LIMITS) == reason

@@ -260,8 +260,15 @@ def test_the_degraded_level_still_limits_and_cleans_up(tmp_path: Path) -> None:
         ("files = [open('/dev/null') for _ in range(100)]\n", "open-file limit of 64"),
         ("import threading, time\nfor _ in range(20):\n    threading.Thread(target=time.sleep, args=(1,)).start()\n",
          "process limit: 8 processes and threads"),
+        # Issue 59: "[Errno 11]" and "[Errno 12]" alone named no limit.
+        ("import os, time\nfor _ in range(20):\n    if os.fork() == 0:\n        time.sleep(1)\n        os._exit(0)\n",
+         "[Errno 11] Resource temporarily unavailable (program line 3: if os.fork() == 0:): process limit: 8 "
+         "processes and threads"),
+        ("import mmap\nmapped = mmap.mmap(-1, 1024 * 2**20)\n",
+         "[Errno 12] Cannot allocate memory (program line 2: mapped = mmap.mmap(-1, 1024 * 2**20)): memory limit: "
+         "64 MiB per process, 512 MiB for the execution"),
     ],
-    ids=["memory", "file_size", "open_files", "threads"],
+    ids=["memory", "file_size", "open_files", "threads", "fork", "mmap"],
 )
 def test_a_limited_execution_names_its_limit(program: str, reason: str, sandbox: Sandbox) -> None:
     execution = sandbox.run(program=program, test="")

@@ -157,6 +157,11 @@ def _limit_hit(error: BaseException, limits: dict[str, Any]) -> str:
             return f"temporary directory of {limits['file_mib']} MiB full"
         if errno == 24:  # EMFILE
             return f"open-file limit of {limits['open_files']}"
+        if errno == 11:  # EAGAIN: fork, clone or a thread past RLIMIT_NPROC
+            return f"process limit: {limits['processes']} processes and threads"
+        if errno == 12:  # ENOMEM: mmap and fork past RLIMIT_AS
+            total, processes = limits["memory_mib"], limits["processes"]
+            return f"memory limit: {total // processes} MiB per process, {total} MiB for the execution"
     return ""
 
 
