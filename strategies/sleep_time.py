@@ -13,7 +13,8 @@ keeps its value) from the context and the block's current value, until it calls 
 has made `max_memory_rethinks` = 10 calls. Here each call is one greedy generation (`rethinks` of them at most,
 each of `rethink_tokens` at most, all within the stage's `sleep_tokens`); the text it writes replaces the memory,
 the marker `finish_rethinking_memory` ends the loop, and so does a pass that writes nothing or rewrites the
-memory unchanged (at temperature 0 the next pass would see the same prompt and write the same again).
+memory unchanged from a prompt the next pass would see again (at temperature 0 it would write the same again;
+after a refused edit the prompt said so, and the next one will not: the loop goes on, as the reference's does).
 
 T_b(q, c'), `test_time`:
 - `verbosity` (the reference's): one answer at temperature 0, its length set by a verbosity prompt from the
@@ -168,10 +169,10 @@ async def think(stage: Context, context: str, p: SleepTimeParams) -> dict[str, A
         passes += 1
         tokens += generation.completions[0].num_tokens
         text, finished = _written(generation.completions[0].text)
-        refused = 0
+        told, refused = refused, 0  # whether this pass's prompt said its last edit was refused
         if text and p.memory_chars is not None and len(text) > p.memory_chars:
             refused, refused_edits = len(text), refused_edits + 1  # the block refuses it and keeps its value
-        elif text and text == memory and p.sleep_temperature == 0:
+        elif text and text == memory and p.sleep_temperature == 0 and not told:
             ended = "unchanged"  # the next greedy pass would see this prompt again and write this again
             break
         elif text:

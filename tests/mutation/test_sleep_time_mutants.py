@@ -86,6 +86,12 @@ def test_the_stage_records_why_the_rethinking_ended(tmp_path: Path) -> None:
     same = _run(Scripted(["x = 1.", "x = 1.", "never asked"], seed=2), tmp_path / "b")
     assert _stage(same)["value"] == {"notes": "x = 1.", "tokens": 12, "passes": 2, "refused_edits": 0,
                                      "ended": "unchanged"}
+    # Issue 61: unchanged right after a refused edit is no stop (that pass's prompt said the edit was refused, the
+    # next one will not): the reference goes on. Pass 2 is refused, pass 3 unchanged, pass 4 unchanged again: stop.
+    after = _run(Scripted(["x = 1.", "x = 1. " * 4, "x = 1.", "x = 1.", "never asked"], seed=2), tmp_path / "d",
+                 memory_chars=20)
+    assert _stage(after)["value"] == {"notes": "x = 1.", "tokens": 6 + 28 + 6 + 6, "passes": 4, "refused_edits": 1,
+                                      "ended": "unchanged"}
     # The stage's budget spent: the fourth pass gets nothing (10 + 10 + 5 = 25 tokens).
     short = _run(Scripted([f"{i}123456789" for i in range(5)], seed=2), tmp_path / "c", sleep_tokens=25,
                  rethink_tokens=10)
