@@ -110,12 +110,19 @@ def _start_until_some_finished(
     proc = subprocess.Popen(_ttscale(*args), start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env)
     results = out / "results.jsonl"
-    deadline = time.monotonic() + 300
+    # An engine start and a first problem: about a minute on an AVX2-only CPU (float32), several beside the other
+    # worker's engine; 600 s, and a wait that runs out says so (it once went on to stop a run that had saved
+    # nothing new, and failed later as "1 < 1").
+    deadline, saved = time.monotonic() + 600, False
     while time.monotonic() < deadline and proc.poll() is None:
         if results.is_file() and after < results.read_text().count("\n") < problems:
+            saved = True
             break
         time.sleep(0.05)
     assert proc.poll() is None, f"the run ended too early: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
+    if not saved:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(f"no problem past {after} saved within 600 s of the run's start")
     return proc, results
 
 
