@@ -179,7 +179,9 @@ def _stop(proc: subprocess.Popen[bytes], signum: signal.Signals, out: Path, code
     message = stderr.decode().strip().splitlines()[-1]
     assert message.startswith(f"ttscale: stopped by {signum.name}") and f"--resume {out}" in message, message
     assert "Traceback" not in stderr.decode()
-    assert stopped_after < 30, f"took {stopped_after:.1f} s to stop"
+    # 45 s: on a 2-core AVX2-only EPYC (float32 engine) beside the other pytest worker's notebook engine, SIGTERM's
+    # stop of a resumed run took 30.5 s in a fresh-clone `make test` (2026-12-02); AVX-512 machines stopped in 30.
+    assert stopped_after < 45, f"took {stopped_after:.1f} s to stop"
 
 
 _STOPPED_PROGRAM = """
