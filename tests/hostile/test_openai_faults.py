@@ -262,15 +262,17 @@ def test_best_of_n_on_a_server_without_log_probs_stops_with_one_line(tmp_path: P
     assert not RunDir(out).finished_ids()  # nothing recorded as answered: a resume on a better server runs them all
 
 
+def _answers_without_log_probs(method: str, path: str, body: Any) -> Reply:
+    """A server that answers every request "\\boxed{4}" with token ids and no log-probs."""
+    if _path(path).endswith("/models"):
+        return model_list("smol", max_model_len=2048)
+    return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
+
+
 def test_a_sweep_on_a_server_without_log_probs_stops_with_one_line_and_how_to_go_on(tmp_path: Path) -> None:
     """Issue 59: a sweep said "MissingLogprobsError ... TTSCALE_DEBUG" with exit 1 where run says it in one line."""
-    def handler(method: str, path: str, body: Any) -> Reply:
-        if _path(path).endswith("/models"):
-            return model_list("smol", max_model_len=2048)
-        return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
-
     out = tmp_path / "sweep"
-    with StubServer(handler) as stub:
+    with StubServer(_answers_without_log_probs) as stub:
         done = _cli([
             "sweep", "--strategy", "best_of_n n=2 max_tokens=16", "--budgets", "64", "--task",
             f"jsonl:{_task(tmp_path)}", "--out", str(out), "--backend", "openai", "--base-url", stub.url,
@@ -326,13 +328,8 @@ def test_every_query_value_but_a_harmless_ones_is_masked_in_what_is_stored(name:
 
 
 def test_the_query_string_is_sent_and_config_json_keeps_it_masked(tmp_path: Path) -> None:
-    def handler(method: str, path: str, body: Any) -> Reply:
-        if _path(path).endswith("/models"):
-            return model_list("smol", max_model_len=2048)
-        return completion(["\\boxed{4}"] * int(body["n"]), token_ids=[[1, 2]] * int(body["n"]))
-
     out = tmp_path / "run"
-    with StubServer(handler) as stub:
+    with StubServer(_answers_without_log_probs) as stub:
         url = f"{stub.url}?api-version=1&api_key={SECRET}"
         done = _cli([
             "run", "--strategy", "sc", "--budget", "64", "--param", "n=1", "--param", "max_tokens=16",

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -110,8 +109,8 @@ def _whole(value: Any) -> bool:
 def _finite(value: Any) -> bool:
     # Bounded: a 400-digit integer is no float (OverflowError), and 1e308 sums to infinity that no count converts
     # back from. 1e30 is far above any real ledger (a problem's FLOPs are ~1e12-1e18).
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and (abs(value) <= LARGEST if isinstance(value, int) else math.isfinite(value) and abs(value) <= LARGEST))
+    # Python compares an int with a float exactly, and NaN or infinity is never ≤ LARGEST.
+    return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= LARGEST
 
 
 def _shown(value: Any) -> str:
