@@ -137,11 +137,20 @@ def test_the_engine_s_logger_in_this_process_writes_to_the_engine_log_once_start
     mine.setLevel(logging.CRITICAL)  # a handler of the user's own: left as it is
     monkeypatch.setattr(logger, "handlers", [theirs, mine])
     monkeypatch.setattr(logger, "propagate", False)
+    # vLLM sets its logger's level from VLLM_LOGGING_LEVEL when an engine starts in this process (ERROR when a
+    # test's engine started before this one in the same worker): INFO, as a run starts it, for this test alone.
+    # setLevel, not a patched attribute: it also clears the level cache of every child logger.
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    monkeypatch.setattr(logging.getLogger("vllm.v1.engine.input_processor"), "disabled", False)
     monkeypatch.setattr(ttscale.engine, "start_engine", _chatty)
     log = tmp_path / "engine.log"
-    asyncio.run(start_logged(object(), log=log))
-    logging.getLogger("vllm.v1.engine.input_processor").warning("Passing raw prompts is deprecated")
-    theirs.flush()
+    try:
+        asyncio.run(start_logged(object(), log=log))
+        logging.getLogger("vllm.v1.engine.input_processor").warning("Passing raw prompts is deprecated")
+        theirs.flush()
+    finally:
+        logger.setLevel(level)
     out, err = capfd.readouterr()
     assert "deprecated" not in out + err
     assert "Passing raw prompts is deprecated" in log.read_text() and mine.stream is sys.stderr
