@@ -198,9 +198,16 @@ def test_a_sigkill_at_the_cpu_limit_less_its_margin_is_the_cpu_limit() -> None:
 
     limits = {"cpu_seconds": 1.5, "wall_seconds": 10.0}
     killed = 9  # a wait status: terminated by SIGKILL (signal 9), no core
-    assert _verdict(False, killed, 1.95, b"", b"", limits) == ("timeout", "CPU limit of 1.5 s: killed by SIGKILL")
-    assert _verdict(False, killed, 1.94, b"", b"", limits) == ("crashed", "killed by SIGKILL")
-    assert _verdict(False, 24, 0.0, b"", b"", limits) == ("timeout", "CPU limit of 1.5 s: killed by SIGXCPU")
+    tests = "the tests' process was killed by"
+    assert _verdict(False, killed, 1.95, b"", b"", limits) == ("timeout", f"CPU limit of 1.5 s: {tests} SIGKILL")
+    assert _verdict(False, killed, 1.94, b"", b"", limits) == ("crashed", f"{tests} SIGKILL")
+    assert _verdict(False, 24, 0.0, b"", b"", limits) == ("timeout", f"CPU limit of 1.5 s: {tests} SIGXCPU")
+    # The candidate's process, as the tests' process reports it when it ended first (E: wait status, CPU seconds).
+    cpu_limit = "CPU limit of 1.5 s: killed by"
+    assert _verdict(False, 256, 0.0, b"\x1eE9 1.95", b"", limits) == ("timeout", f"{cpu_limit} SIGKILL")
+    assert _verdict(False, 256, 0.0, b"\x1eE9 1.94", b"", limits) == ("crashed", "killed by SIGKILL")
+    assert _verdict(False, 256, 0.0, b"\x1eE24 0.5", b"", limits) == ("timeout", f"{cpu_limit} SIGXCPU")
+    assert _verdict(False, 256, 0.0, b"\x1eE768 0.1", b"", limits) == ("failed", "exited 3 before the tests ended")
 
 
 class _Libc:

@@ -91,8 +91,11 @@ CASES = [
          "assert libc.mount(None, b'/', None, 32 | 4096, None) != 0\nassert libc.unshare(0x10000000) != 0\n"
          "open(@RUN_DIR@ + '/x', 'w')\n", "crashed"),
     # Other processes.
+    # Its parent is the tests' process (the same uid, in the same pid namespace): killing it ends the execution
+    # without a verdict of the tests' (crashed), stopping it leaves one to the wall clock; never a pass.
     Case("kills_parent", "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n"
-         "    pass\n" + WRONG, "failed"),
+         "    pass\n" + WRONG, "crashed"),
+    Case("stops_parent", "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n" + WRONG, "timeout"),
     Case("kills_own_group", "import os, signal\nos.killpg(os.getpgid(0), signal.SIGKILL)\n", "crashed"),
     Case("kills_everything", "import os, signal\nos.kill(-1, signal.SIGKILL)\n", "crashed"),  # ESRCH: nothing to kill
     Case("daemon", "import os, sys\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
@@ -179,6 +182,44 @@ CASES = [
     Case("dup2s_fds", "import os\nfor fd in range(0, 10):\n    try:\n        os.dup2(1, fd)\n"
          "    except OSError:\n        pass\n" + SQUARE, "failed"),
     Case("syntax_error", "def solve(x:\n    return x * x\n", "crashed"),
+    # Issue 59: what forged a pass while the tests ran in the candidate's own process. They now run in another
+    # process, which the candidate's code never enters and which alone holds the secret and the result pipe.
+    # Its descriptor 3 carries the tests' requests (none until the program has run: the read waits for ever).
+    Case("reads_fd_3_writes_the_pass_on_fd_4", "import os\nsecret = os.read(3, 64)\nflip = bytes(range(256))"
+         ".translate(bytes(b ^ 0xA5 for b in range(256)))\nos.write(4, b'\\x1eP' + secret.translate(flip))\n"
+         "os._exit(0)\n", "timeout"),
+    Case("writes_the_pass_on_fd_4_in_a_call", "import os\ndef solve(x):\n    for fd in range(3, 10):\n"
+         "        try:\n            os.write(fd, b'\\x1eP' + bytes(32))\n        except OSError:\n"
+         "            pass\n    return x\n", "failed"),
+    Case("calls_the_harness_found_through_gc", "import gc\nfor o in gc.get_objects():\n"
+         "    name = getattr(o, '__name__', '')\n    if name in ('deliver', '_report', 'run', 'judge'):\n"
+         "        try:\n            o() if name == 'deliver' else None\n        except Exception:\n"
+         "            pass\n" + WRONG, "failed"),
+    Case("calls_the_harness_found_through_frames", "import sys\ndef solve(x):\n    frame = sys._getframe(1)\n"
+         "    while frame:\n        for name in ('_Judge', '_report', 'pass_message'):\n"
+         "            found = frame.f_globals.get(name)\n            if found is not None and name == '_report':\n"
+         "                try:\n                    found(b'P', 'x')\n                except BaseException:\n"
+         "                    pass\n        frame = frame.f_back\n    return x\n", "failed"),
+    Case("patches_the_harness_encoder", "import sys\nframe = sys._getframe()\nwhile frame:\n"
+         "    if 'encode' in frame.f_globals:\n        frame.f_globals['encode'] = lambda value: b''\n"
+         "    frame = frame.f_back\n" + WRONG, "failed"),
+    Case("binds_check_early_and_swaps_its_code", "import threading, gc\ncheck = None\n"
+         "for i in range(300000):\n    globals()[f'g{i}'] = i\ndef nothing(candidate):\n    pass\n"
+         "def swap():\n    while True:\n        for o in gc.get_objects():\n"
+         "            if getattr(o, '__name__', '') == 'check' and hasattr(o, '__code__'):\n"
+         "                o.__code__ = nothing.__code__\nthreading.Thread(target=swap, daemon=True).start()\n" + WRONG,
+         "failed"),
+    Case("reads_the_expected_values", "import gc\nseen = [c for o in gc.get_objects() if type(o).__name__ == 'code'"
+         " and o.co_name == 'check' for c in o.co_consts if type(c) is int]\n"
+         "def solve(x):\n    return max(seen, default=x)\n", "failed"),
+    Case("patches_the_tests_frame_in_a_call", "import sys, builtins\ndef solve(x):\n    frame = sys._getframe(1)\n"
+         "    while frame:\n        frame.f_globals['abs'] = lambda value: 0\n        frame = frame.f_back\n"
+         "    builtins.abs = lambda value: 0\n    return x\n", "failed", ABS_TEST),
+    Case("patches_os_path_join", "import os.path\nos.path.join = lambda *parts: 'a/4'\n" + WRONG, "failed",
+         "def check(candidate):\n    import os\n    assert os.path.join('a', str(candidate(2))) == 'a/4'\n"),
+    Case("module_global_named_like_a_builtin", "def abs(x):\n    return 0\n" + WRONG, "failed", ABS_TEST),
+    Case("returns_a_callable", "def solve(x):\n    return lambda other: True\n", "failed",
+         "def check(candidate):\n    assert candidate(2)(4)\n"),
 ]
 
 
@@ -255,23 +296,6 @@ def test_huge_output_is_cut_and_counted(namespaced: Sandbox) -> None:
     assert execution.status == "failed"
     assert execution.output.startswith("y" * kept)
     assert execution.output.endswith(f"[{10**7 - kept:,} more bytes of output dropped]")
-
-
-def test_a_candidate_that_targets_the_harness_can_forge_a_pass(namespaced: Sandbox) -> None:
-    """Documented, not defeated (see ttscale.sandbox): reading the secret's fd and writing the pass message.
-
-    If this ever stops passing, the harness got stronger: update the module docstring and README."""
-    program = ("import os\nsecret = os.read(3, 64)\nflip = bytes(range(256)).translate(bytes(b ^ 0xA5 for b in "
-               "range(256)))\nos.write(4, b'\\x1eP' + secret.translate(flip))\nos._exit(0)\n")
-    assert namespaced.run(program=program, test=SQUARE_TEST, entry_point="solve").passed
-
-
-def test_a_module_global_named_like_a_builtin_changes_what_the_tests_call(namespaced: Sandbox) -> None:
-    """Documented, not defeated (see ttscale.sandbox): the tests run in the program's namespace (HumanEval's
-    semantics), so `def abs(x): return 0` at module level is the `abs` they call; restoring builtins does not
-    touch a module global."""
-    program = "def abs(x):\n    return 0\n" + WRONG
-    assert namespaced.run(program=program, test=ABS_TEST, entry_point="solve").passed
 
 
 def test_hostile_outputs_do_not_reach_the_real_home() -> None:

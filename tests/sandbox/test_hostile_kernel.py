@@ -282,7 +282,7 @@ def test_the_memory_of_the_whole_execution_is_capped(namespaced: Sandbox) -> Non
     """Every process the execution may have maps as much as it can (mapped, not touched: the cap is on address
     space, and this costs the host nothing); together they stay within `memory_mib`."""
     program = (
-        "import mmap, os\nreport_read, report_write = os.pipe()\n"
+        "import mmap, os\nfirst = os.getpid()\nreport_read, report_write = os.pipe()\n"
         f"for _ in range({TEST_LIMITS.processes - 1}):\n"
         "    if os.fork() == 0:\n        break\n"
         "held, mapped = [], 0\n"
@@ -290,7 +290,7 @@ def test_the_memory_of_the_whole_execution_is_capped(namespaced: Sandbox) -> Non
         "    try:\n        held.append(mmap.mmap(-1, 2**20))\n        mapped += 1\n"
         "    except (OSError, MemoryError):\n        break\n"
         "os.write(report_write, f'{mapped} '.encode())\n"
-        "if os.getpid() != 2:\n    os._exit(0)\n"
+        "if os.getpid() != first:\n    os._exit(0)\n"
         "os.close(report_write)\nwhile True:\n    try:\n        os.wait()\n"
         "    except ChildProcessError:\n        break\n"
         "total = sum(int(word) for word in os.read(report_read, 4096).split())\nprint('mapped', total)\n"

@@ -63,7 +63,8 @@ def test_top_level_asserts_are_the_tests_without_check(sandbox: Sandbox) -> None
         ("def solve(x):\n    return {1: [x * x, (2, 'a')], 'k': frozenset({b'b', None})}\n",
          "def check(c):\n    assert c(2) == {1: [4, (2, 'a')], 'k': frozenset({b'b', None})}\n", "solve", "passed",
          "passed"),
-        ("def solve(x):\n    return iter([x])\n", SQUARE_TEST, "solve", "failed", "TypeError: the candidate returned"),
+        ("def solve(x):\n    return iter([x])\n", SQUARE_TEST, "solve", "failed",
+         "TypeError: the program's solve returned an object of type list_iterator"),
     ],
     ids=["no_entry_point", "test_raises", "test_does_not_compile", "import_error", "plain_nested", "generator"],
 )
@@ -153,7 +154,8 @@ def test_the_temp_dir_is_private_empty_and_bounded(namespaced: Sandbox) -> None:
 
 
 def test_the_candidate_sees_only_its_own_processes(namespaced: Sandbox) -> None:
-    program = "import os\nassert os.getpid() == 2 and [p for p in os.listdir('/proc') if p.isdigit()] == ['2']\n"
+    # pid 1 is the namespace's init, pid 2 the tests' process (non-dumpable: hidepid hides both), 3 the candidate.
+    program = "import os\nassert os.getpid() == 3 and [p for p in os.listdir('/proc') if p.isdigit()] == ['3']\n"
     assert namespaced.run(program=program, test="").passed
 
 

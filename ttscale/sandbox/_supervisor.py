@@ -33,7 +33,10 @@ if TYPE_CHECKING:
         load_libc,
         set_limits,
     )
-    from ttscale.sandbox._runner import MESSAGE, RESULT_FD, SECRET_FD, pass_message, run
+    from ttscale.sandbox._judge import run
+    from ttscale.sandbox._runner import RESULT_FD, SECRET_FD, pass_message
+if "MESSAGE" not in globals():  # imported as a module (by tests), not run in the shared namespace
+    from ttscale.sandbox._runner import MESSAGE
 
 _SIGNAL_NAMES = {
     getattr(_signal, name): name
@@ -134,15 +137,16 @@ def _start_candidate(job: dict[str, Any], libc: Any, supervisor: int, host_root:
             # One malloc arena: each thread's own would reserve 64 MiB of the address space its process may use.
             libc.mallopt(_M_ARENA_MAX, 1)
             # RLIMIT_NPROC counts, besides the candidate's processes, those sharing its (user namespace, uid):
-            # its init and the supervisor, unless root mapped the candidate to nobody.
-            counted = (0 if host_root else 2) if level == "namespaces" else None
+            # the tests' process (this one, which forks the candidate's), and its init and the supervisor unless
+            # root mapped the candidate to nobody. Without namespaces, this process is among the uid's tasks.
+            counted = (1 if host_root else 3) if level == "namespaces" else None
             set_limits(job["limits"], counted_elsewhere=counted)
     except BaseException as error:
         try:
             os.write(report_fd, MESSAGE + b"S" + f"sandbox set-up: {error}".encode("utf-8", "replace"))
         finally:
             os._exit(2)
-    run(job)
+    run(job, libc)
     os._exit(3)  # run never returns; this is a guard
 
 
@@ -257,15 +261,11 @@ def _drain(fds: tuple[int, int, int], kept: int, cap: int) -> tuple[bytearray, i
 
 def _verdict(timed_out: bool, status: int, cpu: float, result: bytes, expected: bytes,
              limits: dict[str, Any]) -> tuple[str, str]:
+    """The execution's verdict from the tests' process: its exit `status` and CPU time, and what it wrote."""
     if timed_out:
         return "timeout", f"wall-clock limit of {limits['wall_seconds']} s: process group killed"
     if os.WIFSIGNALED(status):
-        signum = os.WTERMSIG(status)
-        name = _SIGNAL_NAMES.get(signum, f"signal {signum}")
-        cpu_limit = max(1, -(-limits["cpu_seconds"] // 1))
-        if signum == _signal.SIGXCPU or (signum == _signal.SIGKILL and cpu >= cpu_limit - 0.05):
-            return "timeout", f"CPU limit of {limits['cpu_seconds']} s: killed by {name}"
-        return "crashed", f"killed by {name}"
+        return _ended_by_signal(status, cpu, limits, "the tests' process was ")
     code = os.WEXITSTATUS(status)
     if result == expected and code == 0:
         return "passed", "passed"
@@ -278,7 +278,21 @@ def _verdict(timed_out: bool, status: int, cpu: float, result: bytes, expected: 
             return "crashed", text
         if kind == b"S":
             return "error", text
+        if kind == b"E":  # the candidate's process ended before the tests did: its status and CPU seconds
+            candidate, seconds = text.split()
+            if os.WIFSIGNALED(int(candidate)):
+                return _ended_by_signal(int(candidate), float(seconds), limits, "")
+            return "failed", f"exited {os.WEXITSTATUS(int(candidate))} before the tests ended"
     return "failed", f"exited {code} without the harness's pass"
+
+
+def _ended_by_signal(status: int, cpu: float, limits: dict[str, Any], whose: str) -> tuple[str, str]:
+    signum = os.WTERMSIG(status)
+    name = _SIGNAL_NAMES.get(signum, f"signal {signum}")
+    cpu_limit = max(1, -(-limits["cpu_seconds"] // 1))
+    if signum == _signal.SIGXCPU or (signum == _signal.SIGKILL and cpu >= cpu_limit - 0.05):
+        return "timeout", f"CPU limit of {limits['cpu_seconds']} s: {whose}killed by {name}"
+    return "crashed", f"{whose}killed by {name}"
 
 
 def _answer(status: str, reason: str, output: bytes, dropped: int) -> None:

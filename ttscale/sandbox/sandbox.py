@@ -49,7 +49,7 @@ ISOLATION = {
 }
 MAX_SOURCE_BYTES = 1 << 20
 _GRACE_SECONDS = 5.0  # how much longer than the wall-clock limit the supervisor may take before it is killed
-_HARNESS = ("_isolation.py", "_hardening.py", "_runner.py", "_supervisor.py")
+_HARNESS = ("_isolation.py", "_hardening.py", "_wire.py", "_runner.py", "_judge.py", "_supervisor.py")
 _MARKER = "ttscale-sandbox"  # in every supervisor's and candidate's command line
 _STUB = (
     "import marshal,sys\n"
@@ -98,13 +98,14 @@ def _mount_plan() -> tuple[list[str], list[tuple[str, str]]]:
     return binds, links
 
 
-def _refusal(program: str, test: str, entry_point: str | None) -> str | None:
+def _refusal(program: str, test: str, entry_point: str | None, context: str | None = None) -> str | None:
     for name, text in (("program", program), ("test", test)):
         if not isinstance(text, str):
             raise TypeError(f"{name} must be a str, got {type(text).__name__}")
-    if entry_point is not None and not isinstance(entry_point, str):
-        raise TypeError(f"entry_point must be a str or None, got {type(entry_point).__name__}")
-    for name, text in (("program", program), ("test", test)):
+    for name, value in (("entry_point", entry_point), ("context", context)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+    for name, text in (("program", program), ("test", test), ("context", context or "")):
         size = len(text) if len(text) > MAX_SOURCE_BYTES else len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_SOURCE_BYTES:
             return f"{name} is {size:,} bytes: over the 1 MiB limit"
@@ -116,10 +117,10 @@ def _refusal(program: str, test: str, entry_point: str | None) -> str | None:
 
 
 def _prepare(level: str, limits: Limits, program: str, test: str, entry_point: str | None,
-             workdir: str | None) -> tuple[list[str], bytes]:
+             workdir: str | None, context: str | None) -> tuple[list[str], bytes]:
     binds, links = _mount_plan()
     job = {"level": level, "limits": limits.to_dict(), "program": program, "test": test,
-           "entry_point": entry_point, "binds": binds, "links": links, "workdir": workdir}
+           "entry_point": entry_point, "binds": binds, "links": links, "workdir": workdir, "context": context}
     return [_python(), "-I", "-S", "-c", _STUB], _harness_codes() + marshal.dumps(job)
 
 
@@ -223,7 +224,8 @@ def _cancelled() -> ExecutionCancelled:
     return ExecutionCancelled("the run was stopped: the execution was not run to its end")
 
 
-def execute(level: str, limits: Limits, program: str, test: str, entry_point: str | None) -> Execution:
+def execute(level: str, limits: Limits, program: str, test: str, entry_point: str | None,
+            context: str | None = None) -> Execution:
     """One execution at `level` (blocking). `Sandbox.run` checks the input first; benchmarks call this directly.
     Raises `ExecutionCancelled` when the work it runs for is cancelled (see `in_thread`)."""
     scope = _SCOPE.get()
@@ -232,7 +234,7 @@ def execute(level: str, limits: Limits, program: str, test: str, entry_point: st
     started = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix=f"{_MARKER}-") if level == "rlimits" else None
     try:
-        argv, payload = _prepare(level, limits, program, test, entry_point, workdir or tempfile.gettempdir())
+        argv, payload = _prepare(level, limits, program, test, entry_point, workdir or tempfile.gettempdir(), context)
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    cwd="/", env=_ENV, start_new_session=True)
         if scope is not None and not scope.adopt(process.pid):
@@ -256,12 +258,13 @@ def execute(level: str, limits: Limits, program: str, test: str, entry_point: st
     return _decode(stdout, stderr, process.returncode, time.perf_counter() - started)
 
 
-async def execute_async(level: str, limits: Limits, program: str, test: str, entry_point: str | None) -> Execution:
+async def execute_async(level: str, limits: Limits, program: str, test: str, entry_point: str | None,
+                        context: str | None = None) -> Execution:
     """`execute` for an event loop: the process is awaited, never waited for."""
     started = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix=f"{_MARKER}-") if level == "rlimits" else None
     try:
-        argv, payload = _prepare(level, limits, program, test, entry_point, workdir or tempfile.gettempdir())
+        argv, payload = _prepare(level, limits, program, test, entry_point, workdir or tempfile.gettempdir(), context)
         process = await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/", env=_ENV,
             start_new_session=True)
@@ -335,25 +338,28 @@ class Sandbox:
         return {"isolation": self.isolation, "network_isolated": self.network_isolated,
                 "memory": self.limits.memory_cap(processes_capped=capped), "limits": self.limits.to_dict()}
 
-    def run(self, *, program: str, test: str, entry_point: str | None = None) -> Execution:
-        """Run `program`, then `test` (and `check(entry_point)` if the test defines check). Blocking, thread-safe;
-        never raises for anything the candidate does."""
-        refused = _refusal(program, test, entry_point)
+    def run(self, *, program: str, test: str, entry_point: str | None = None, context: str | None = None) -> Execution:
+        """Run `program`, then `test` (and `check(entry_point)` if the test defines check) in another process that
+        calls the program's functions with plain data. `context`: trusted source the tests may use (a problem's
+        prompt before its stub: imports and helpers), run in the tests' process; the names it defines are its own,
+        never the program's. Blocking, thread-safe; never raises for anything the candidate does."""
+        refused = _refusal(program, test, entry_point, context)
         if refused is not None:
             return Execution(status="refused", reason=refused, seconds=0.0)
         with self._slots:
-            return execute(self.level, self.limits, program, test, entry_point)
+            return execute(self.level, self.limits, program, test, entry_point, context)
 
-    async def run_async(self, *, program: str, test: str, entry_point: str | None = None) -> Execution:
+    async def run_async(self, *, program: str, test: str, entry_point: str | None = None,
+                        context: str | None = None) -> Execution:
         """`run` for an event loop: never blocks it."""
-        refused = _refusal(program, test, entry_point)
+        refused = _refusal(program, test, entry_point, context)
         if refused is not None:
             return Execution(status="refused", reason=refused, seconds=0.0)
         # One pool of slots for threads and event loops alike; a short poll is cheap next to an execution.
         while not self._slots.acquire(blocking=False):
             await asyncio.sleep(0.005)
         try:
-            return await execute_async(self.level, self.limits, program, test, entry_point)
+            return await execute_async(self.level, self.limits, program, test, entry_point, context)
         finally:
             self._slots.release()
 
