@@ -180,13 +180,32 @@ def build_program(*, prompt: str, code: str, entry_point: str) -> str:
     """
     dedented = textwrap.dedent(code)
     if defines_function(dedented, entry_point):
-        stubs = list(re.finditer(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(entry_point)}[ \t]*\(", prompt, re.MULTILINE))
-        preamble = prompt[: stubs[-1].start()] if stubs else prompt
+        preamble = prompt_preamble(prompt, entry_point)
         return f"{preamble.rstrip()}\n\n\n{dedented.strip(chr(10))}\n".lstrip("\n")
     first = next((line for line in code.split("\n") if line.strip()), "")
     body = code if first[:1] in (" ", "\t") else textwrap.indent(code, "    ")
     head = prompt if prompt.endswith("\n") else prompt + "\n"
     return f"{head}{body}\n"
+
+
+def prompt_preamble(prompt: str, entry_point: str) -> str:
+    """The prompt before its (last) stub of `entry_point`: its imports and helper functions; all of it if no stub."""
+    stubs = list(re.finditer(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(entry_point)}[ \t]*\(", prompt, re.MULTILINE))
+    return prompt[: stubs[-1].start()] if stubs else prompt
+
+
+def tests_context(problem: Problem) -> str | None:
+    """What of the problem the hidden tests may use besides the answer's function: the prompt's preamble (its
+    imports and helpers, such as HumanEval/32's `poly`), run beside the tests and never taken from the answer,
+    which could redefine a helper the tests check it with. None when the preamble is not valid Python on its own."""
+    preamble = prompt_preamble(problem.meta.get("prompt", problem.question), entry_point_of(problem))
+    if not preamble.strip():
+        return None
+    try:
+        compile(preamble, "<context>", "exec", dont_inherit=True)  # compiled, never run, in this process
+    except (SyntaxError, ValueError):
+        return None
+    return preamble
 
 
 def entry_point_of(problem: Problem) -> str:
@@ -268,9 +287,10 @@ class CodeTask:
             return Execution(status="failed", reason="no code in the answer", seconds=0.0)
         entry_point = entry_point_of(problem)
         program = self.program(prediction, problem)
-        # The entry point goes with every test, `check` or not: the sandbox then calls `check(candidate)`, or wraps
-        # the function the asserts call, and either way accepts only plain values from it (no lying `__eq__`).
-        return self.sandbox.run(program=program, test=problem.meta["test"], entry_point=entry_point)
+        # The entry point goes with every test, `check` or not: the tests call it in the candidate's process with
+        # plain data either way (no lying `__eq__`), and the prompt's helpers are the prompt's own.
+        return self.sandbox.run(program=program, test=problem.meta["test"], entry_point=entry_point,
+                                context=tests_context(problem))
 
     def program(self, code: str, problem: Problem) -> str:
         """The module an answer's `code` makes for `problem` (see `build_program`); strategies run their own

@@ -192,3 +192,48 @@ def test_all_164_humaneval_canonical_solutions_pass_and_mutants_fail() -> None:
 def test_mutations_change_the_code() -> None:
     problem = SyntheticCodeTask("4", per_level=1).problems()[0]
     assert mutate(problem) != ast.unparse(ast.parse(problem.reference))
+
+
+# Issue 59: answers that forged a pass while the tests ran in the candidate's process, each a whole module that also
+# defines the function wrongly (it returns its first argument). Graded as `ttscale run --task code` grades them.
+FORGERIES = {
+    "secret_fd": "import os\nsecret = os.read(3, 64)\nflip = bytes(range(256)).translate(bytes(b ^ 0xA5 for b in "
+                 "range(256)))\nos.write(4, b'\\x1eP' + secret.translate(flip))\nos._exit(0)\n",
+    "deliver_through_gc": "import gc\nfor o in gc.get_objects():\n    if getattr(o, '__name__', '') in "
+                          "('deliver', '_report'):\n        try:\n            o()\n        except Exception:\n"
+                          "            pass\n",
+    "check_code_swapped_by_a_thread": "import gc, threading\ncheck = None\nfor i in range(300000):\n"
+                                      "    globals()[f'g{i}'] = i\ndef nothing(candidate):\n    pass\ndef swap():\n"
+                                      "    while True:\n        for o in gc.get_objects():\n"
+                                      "            if getattr(o, '__name__', '') == 'check':\n"
+                                      "                o.__code__ = nothing.__code__\n"
+                                      "threading.Thread(target=swap, daemon=True).start()\n",
+    "patched_modules": "import os.path, math, builtins\nos.path.join = lambda *a: None\nmath.fabs = lambda x: 0.0\n"
+                       "builtins.abs = lambda x: 0\n",
+    "builtin_named_global": "def abs(x):\n    return 0\ndef len(x):\n    return 0\n",
+}
+
+
+@needs_humaneval
+@pytest.mark.parametrize("attack", sorted(FORGERIES))
+def test_answers_that_target_the_harness_forge_no_humaneval_pass(attack: str) -> None:
+    task = usable(humaneval(str(HUMANEVAL), timeout=2.0))
+    problems = task.problems()
+    chosen = [problems[index] for index in (0, 2, 4, 32)]  # 2 and 4 test with abs(); 32 with the prompt's poly
+    for problem in chosen:
+        entry = problem.meta["entry_point"]
+        args = problem.meta["prompt"].split(f"def {entry}(")[-1].split(")")[0]
+        first = args.split(",")[0].split(":")[0].strip()
+        wrong = f"{FORGERIES[attack]}\ndef {entry}({args}):\n    return {first}\n"
+        assert not task.grade(wrong, problem), (attack, problem.id)
+        assert task.grade(problem.reference, problem), problem.id
+
+
+@needs_humaneval
+def test_humaneval_32_is_checked_with_the_prompts_poly_not_the_answers() -> None:
+    task = usable(humaneval(str(HUMANEVAL), timeout=3.0))
+    problem = task.problems()[32]
+    assert problem.meta["entry_point"] == "find_zero"
+    forged = "import math\n\ndef poly(xs, x):\n    return 0.0\n\ndef find_zero(xs):\n    return 0.5\n"
+    execution = task.execute(forged, problem)
+    assert execution.status == "failed", execution

@@ -6,7 +6,8 @@ this package. The text below is what README quotes.
 Isolation, as the machine allows it (probed once per process; `Sandbox.isolation` and `config()` record it):
 
 1. `namespaces` (Linux with unprivileged user namespaces): new user, pid, net, mount and IPC namespaces. The
-   candidate's process has pid 2 under a small init (pid 1, hidden from it) and sees no other process; when
+   tests' process has pid 2 and the candidate's pid 3, under a small init (pid 1); the candidate sees no process
+   but its own (both others are hidden from it); when
    the init ends, the kernel kills every process left in the namespace, so fork bombs and daemons go with it.
    Its network is a down loopback. Its SysV shared memory, message queues, semaphores and POSIX message queues
    are its own (small bounds where the kernel lets the namespace's root set them, as when ttscale runs as root;
@@ -36,47 +37,45 @@ read as they come with the first `output_kib` kept, and a wall-clock limit after
 execution dies. An execution stopped by a limit says which in its reason (`MemoryError ...: memory limit: 128
 MiB per process, 1024 MiB for the execution`, `... file-size limit of 8 MiB`, `wall-clock limit of 10.0 s ...`).
 
-The verdict. As in HumanEval's harness, the program and then the test source run in one fresh module namespace,
-in one process; `check(candidate)` is called if the test source (not the program) defines `check`, else the
-test's top-level asserts are the tests. The supervisor (outside the candidate's namespaces) creates a 32-byte
-secret only after forking the candidate's process, and writes it into a pipe that the harness reads only once
-the tests have returned; the pass is a message derived from it, on a second pipe, and counts only if that pipe
-carried exactly that message and the process then exited 0. Output is never the verdict.
+The verdict is built where model code never runs. The execution's first process (confined, filtered and limited as
+above) forks the candidate's process and stays the tests' process: non-dumpable, so the candidate (the same uid)
+cannot ptrace it, read its memory or its descriptors, or see it in /proc. The candidate's process runs the program,
+then answers calls of its functions; the tests' process runs the test source in a fresh interpreter that never ran
+the program's code, calling the program's functions through proxies that send the arguments and read the result
+in a strict plain-data encoding (`_wire.py`: None, bool, int, float with nan and infinities, complex, str, bytes,
+and list, tuple, set, frozenset and dict of those, by exact type; decoded by plain Python that checks every length
+and nests at most 100 deep; never pickle or marshal). A value that cannot be encoded fails the test with that
+reason; what the function raised is raised in the tests as the builtin class it derives from (its own classes as
+`ProgramError`, an Exception: SystemExit in a call cannot end the tests). Arguments are copies: a test that reads
+back what the function did to its argument in place sees it unchanged (HumanEval's 164 tests never do). The names
+the test source uses come, in order: from the builtins of the tests' process (a program's `def abs` is not the
+`abs` the tests call), from the `context` (trusted source, such as a prompt's imports and helpers: HumanEval/32's
+`poly` is the prompt's, not one the answer redefined), then from the program: its functions as proxies, its plain
+values as copies, its imported modules imported afresh. `check(candidate)` is called if the test source defines
+`check`, else its top-level asserts are the tests. The supervisor (outside the namespaces) creates a 32-byte secret
+only after forking, and writes it into a pipe only the tests' process holds; the pass is a message derived from
+it, on a second pipe only the tests' process holds, and counts only if that process then exited 0. Output is never
+the verdict.
 
-Defeated (recorded as failed, crashed or timeout, never as passed):
+Defeated (recorded as failed, crashed or timeout, never as passed; the corpus in `tests/sandbox/test_hostile_code.py`
+and `tests/hostile/test_forged_code.py`):
 
-- ending the process early: `sys.exit(0)`, `raise SystemExit`, `os._exit(0)`, exec'ing another program, or
-  killing itself, before or during the tests: no pass was sent ("exited 0 without the harness's pass");
+- everything aimed at the harness: reading the secret or writing a pass on any descriptor (the candidate's 3 and 4
+  carry the tests' requests and its answers), calling the harness's functions found through frames or `gc`,
+  patching the encoder, rebinding `check` or swapping its code from a thread, rewriting memory with `ctypes` or
+  `/proc/self/mem`: none of it is in the candidate's process, where only its own answers are;
+- ending the process early (`sys.exit(0)`, `os._exit(0)`, exec'ing another program, killing itself, before or
+  during the tests): "exited 0 before the tests ended";
 - printing "passed" or a fake result on stdout or stderr;
-- writing to every fd, echoing what it reads from one fd to the others, closing or dup2-ing fds: the pass is not
-  the secret itself, and a spoiled channel only fails;
-- killing its parent (`os.kill(os.getppid(), ...)`, `os.killpg`, `kill(-1, SIGKILL)`): they reach at most the
-  candidate's own processes (its init ignores or refuses them; the supervisor and ttscale are outside its pid
-  namespace);
-- a `check` of its own, defined before the tests or swapped in by a thread: the harness calls only a function
-  whose code object is one of the test source's own top-level functions;
-- patching builtins, `sys.modules` entries, import hooks (`sys.meta_path`, `sys.path_hooks`, `sys.path`) or
-  `sys.stdout`/`excepthook`/`unraisablehook` at import time: restored to the harness's start-up state before
-  the tests, which import fresh modules;
-- return values that lie about equality: an object whose `__eq__` is always true, an `int` or `str` subclass, a
-  container holding one, a class whose metaclass says it equals `int`: what the candidate function returns to
-  the tests must be plain builtin values by exact type, compared by identity (int, float, complex, bool, str,
-  bytes, None; list, tuple, dict, set, frozenset of those; at most 100 deep), else the call raises TypeError;
-  it is deep-copied, so a thread cannot change it afterwards; the check uses builtins bound when the harness
-  loaded, so the candidate function cannot replace `type` or `reversed` under it before it returns;
-- names of its own that claim to be another: a `str` subclass key in the program's globals (or builtins, or
-  `sys.modules`) with the hash of `abs` or `check` whose `__eq__` says yes: every key that is not an exact
-  `str` is dropped before the tests, and the harness finds `check` and the entry point comparing exact `str`
-  keys only; no check of the harness's (and no description of an exception the program raised) calls code of
-  the candidate's;
-- tracers and profilers that jump over asserts (`sys.settrace`, `sys.setprofile`, `threading.settrace`, the
-  C-level `PyEval_SetTrace`): reset before the tests and refused while they run, by an audit hook installed
-  before the program runs; `sys.addaudithook` is refused throughout;
-- signal handlers, alarms and interval timers, `gc.callbacks` and pending finalizers left by the program:
-  reset, cancelled, cleared and run before the tests (by the harness's own `range` and `callable`: a replaced
-  builtin called then could add a callback after the clearing);
-- `atexit` handlers: the harness leaves with `os._exit`, so none runs after the verdict;
-- a thread or child process that later prints "passed" or writes a fake result: it has no secret;
+- killing or stopping its parent (the tests' process): crashed or timeout; `os.killpg`, `kill(-1, SIGKILL)` reach
+  at most the execution's own processes (the supervisor and ttscale are outside its pid namespace);
+- patching builtins, modules (`os.path.join`, `math.fabs`), import hooks, `sys.stdout`, tracers, signal handlers,
+  `gc.callbacks`, `atexit` or threads that act later: they change the candidate's process only;
+- return values that lie about equality (an `__eq__` that is always true, an `int` or `str` subclass, a class whose
+  metaclass says it equals `int`, a callable): they cannot be encoded (TypeError, the type named);
+- reading the expected values out of the tests: the test source is never in the candidate's process;
+- a module-level function named like a builtin, and a helper the test calls itself redefined by the answer when
+  the caller passes the prompt as `context` (CodeTask does);
 - writing outside its temp dir, reading host files (they are not there), network connections, fork bombs,
   memory bombs (also spread over forked processes: together they hold at most `memory_mib`), CPU spins (also
   inside one C call such as `10**10**8`), huge output, daemons, ignoring SIGTERM or SIGXCPU, reading other
@@ -86,28 +85,15 @@ Defeated (recorded as failed, crashed or timeout, never as passed):
   execution, binding vsock ports of the VM (or any socket of a family no namespace covers): the keyring,
   the IPC namespace and the seccomp filter above.
 
-Not defeated:
+Not defeated, and why:
 
-- code that targets ttscale's harness: it runs in the same process as the tests, so reading the secret's pipe
-  (fd 3) before the harness does and writing the pass message itself, calling the harness's own functions
-  found through frames or `gc`, or rewriting memory with `ctypes` or `/proc/self/mem`, forges a pass (at the
-  `rlimits` level the supervisor is reachable too). The sandbox protects the machine and the run, not the
-  verdict, against an adversary that targets the harness;
-- code that reads the tests: they are in its process (the test source, and `check`'s code and frame while it
-  calls the candidate), so a candidate can look up the expected values instead of computing them;
-- code that changes what the tests read while they run: the candidate function, called by the test, can reach
-  the test's frame (`sys._getframe(1)`) and patch its globals, builtins or a module it uses (say `math.fabs`),
-  and threads (also one the program started at import), finalizers and signal handlers it sets up during a
-  call can do the same while the test runs;
-- a module-level function named like a builtin (`def abs(x): return 0`): the tests run in the program's
-  namespace (HumanEval's semantics), so it is the `abs` they call; restoring the builtins does not touch a
-  module global, and telling a helper the tests need from a shadowing one is not possible in general.
-  Only tests in a separate process, with the candidate behind marshal-only proxies, would rule this out, at
-  the cost of HumanEval's one-namespace semantics;
-- helpers of the program that the test calls itself (HumanEval/32's `poly`), and with `entry_point=None` every
-  name the test's asserts call: their return values are not checked;
+- with `entry_point=None` and no `context`, every name the test's asserts call is the program's: a program can
+  define them wrongly (it is what such a test tests);
+- at the `rlimits` level the tests' process is reachable as any process of the user is (no pid namespace): the
+  candidate can signal it (a crash, never a pass); the supervisor and ttscale are reachable too;
 - by design, honest code whose function returns non-plain values (a numpy scalar, a Fraction, a generator)
-  fails, threads count against `processes`, and every process may use only its share of `memory_mib`.
+  fails, threads count against `processes`, and every process may use only its share of `memory_mib`; the tests'
+  process has a share of its own besides the candidate's `processes`.
 - the memory the kernel holds for an execution outside its address space is bounded but not by `memory_mib`:
   pipe and socket buffers (the kernel's per-user pipe quota), its tmpfs (`file_mib`) and IPC objects (bounds
   above). A cgroup v2 memory controller would count them; this machine's kernel offers none to the sandbox.

@@ -167,6 +167,7 @@ class _Judge:
             request = encode(("call", name, args, kwargs))
         except WireError as error:
             raise TypeError(f"an argument of {name} cannot be passed to the program: {error}") from None
+        _flush()  # what the tests printed so far comes before what the call prints
         self._write(request)
         answer = self.receive("returned", "raised")
         if answer[0] == "returned" and len(answer) == 2:

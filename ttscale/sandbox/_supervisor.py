@@ -1,14 +1,15 @@
 """The sandbox's supervisor: the process ttscale starts for one execution (`python -I -S -c STUB`).
 
-Not imported by ttscale. `sandbox.py` sends the compiled code of `_isolation.py`, `_hardening.py`, `_runner.py`
-and this file on stdin, with the job; the stub executes the four in one namespace and calls `main(job)`. The
-supervisor isolates itself (`enter_namespaces`, `bound_ipc`) and forks pid 1 of the new pid namespace, which
-confines itself and forks the candidate's process (pid 2: `harden`, limits, then `_runner.run`), staying its
-init. The supervisor watches: it keeps the
-first `output_kib` of the output and drops the rest, kills pid 1 (so the whole namespace) at the wall-clock
-limit, checks the pass message against the secret it created after the fork, and answers ttscale on stdout:
-`status NUL reason NUL dropped-bytes NUL output`. The candidate cannot see or signal this process (it is
-outside the candidate's pid namespace). At the other levels there is no init: the candidate is the child.
+Not imported by ttscale. `sandbox.py` sends the compiled code of the harness's files (`_isolation.py`,
+`_hardening.py`, `_wire.py`, `_runner.py`, `_judge.py` and this one) on stdin, with the job; the stub executes them
+in one namespace and calls `main(job)`. The supervisor isolates itself (`enter_namespaces`, `bound_ipc`) and forks
+pid 1 of the new pid namespace, which stays a small init and forks the worker (pid 2): it confines itself,
+`harden`s, sets the limits, then becomes the tests' process (`_judge.run`), which forks the candidate's (pid 3:
+`_runner.serve`). The supervisor watches: it keeps the first `output_kib` of the output and drops the rest, kills
+pid 1 (so the whole namespace) at the wall-clock limit, checks the pass message against the secret it created
+after the fork, and answers ttscale on stdout: `status NUL reason NUL dropped-bytes NUL output`. Nothing in the
+namespace can see or signal this process (it is outside the pid namespace). At the other levels there is no init:
+the worker is the supervisor's child.
 """
 
 from __future__ import annotations

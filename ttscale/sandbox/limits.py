@@ -32,14 +32,15 @@ class Limits:
     memory_mib: int = 1024
     """Memory of the whole execution, in MiB: each process's address space (RLIMIT_AS) is `memory_mib //
     processes`, so that all the processes it may have together stay within it; allocations past a process's
-    share fail (MemoryError, and the reason names the limit). At least 64 MiB per process."""
+    share fail (MemoryError, and the reason names the limit). At least 64 MiB per process. The tests' process (which
+    runs the test source apart from the candidate's code) has one more share of its own."""
     file_mib: int = 8
     """The largest file a process may write (RLIMIT_FSIZE), in MiB; with namespaces also the size of the
     candidate's temporary directory (a tmpfs)."""
     processes: int = 8
     """Processes and threads the candidate may have at once, its first process included (RLIMIT_NPROC in the
     execution's own user namespace; without namespaces, added to what the user already runs, and not enforced
-    for root)."""
+    for root). The tests' process is counted apart."""
     open_files: int = 64
     """Open file descriptors per process (RLIMIT_NOFILE)."""
     output_kib: int = 64
