@@ -32,7 +32,9 @@ One line of such a file, shown wrapped:
 
 A file that is missing, empty or malformed (a bad JSON line, a missing field, a field of the wrong type, a
 duplicate id, a test that is not valid Python, a test that can never fail: one that asserts nothing the harness
-runs, see `ttscale.evals.code.never_fails`) raises `ValueError` with one line naming the file and the line.
+runs, see `ttscale.evals.code.never_fails`) raises `ValueError` with one line naming the file and the line. So does
+a problem whose tests pass a function that returns None, returns a fresh object or raises: they are run against
+those in the sandbox when the file is loaded (`ttscale.evals.code_vetting`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.evals.code import CodeTask, code_problem, defines_function, never_fails
+from ttscale.evals.code_vetting import vet_tests
 from ttscale.evals.datasets import DATA_DIR_ENV, local_file
 from ttscale.evals.loading import read_jsonl
 from ttscale.schema import Problem
@@ -183,9 +186,10 @@ class FileCodeTask(CodeTask):
 
     def _load(self) -> list[Problem]:
         convert = code_jsonl_problems if self.name == "code_jsonl" else humaneval_problems
-        if self.path is not None:
-            return convert(read_jsonl(self.path), where=str(self.path))
-        return convert(_hub_rows(), where=HUMANEVAL_HUB)
+        where = str(self.path) if self.path is not None else HUMANEVAL_HUB
+        problems = convert(read_jsonl(self.path) if self.path is not None else _hub_rows(), where=where)
+        vet_tests(self, problems, where=where)  # tests that pass functions that must fail them are refused
+        return problems
 
     def _source(self) -> dict[str, Any]:
         if self.path is None:
