@@ -8,7 +8,17 @@ import sys
 
 import pytest
 
-from ttscale.sandbox._hardening import ALLOWED_FAMILIES, EAFNOSUPPORT, ENOSYS, EPERM, SYSCALLS, filter_program
+from ttscale.sandbox._hardening import (
+    ALLOWED_FAMILIES,
+    BUFFER_OPTIONS,
+    EAFNOSUPPORT,
+    ENOSYS,
+    EPERM,
+    F_SETPIPE_SZ,
+    SOL_SOCKET,
+    SYSCALLS,
+    filter_program,
+)
 from ttscale.sandbox._isolation import IsolationError
 
 ALLOW, KILL = 0x7FFF0000, 0x80000000
@@ -18,9 +28,10 @@ def errno(number: int) -> int:
     return 0x00050000 | number
 
 
-def run_filter(program: list[tuple[int, int]], *, arch: int, nr: int, arg0: int = 0) -> int:
+def run_filter(program: list[tuple[int, int]], *, arch: int, nr: int, arg0: int = 0, arg1: int = 0,
+               arg2: int = 0) -> int:
     """What the kernel would decide: the four instructions the program uses, over struct seccomp_data."""
-    data = {0: nr, 4: arch, 16: arg0}
+    data = {0: nr, 4: arch, 16: arg0, 24: arg1, 32: arg2}
     accumulator, pc = 0, 0
     while True:
         word, k = program[pc]
@@ -54,6 +65,15 @@ def test_the_filter_decides_as_documented(machine: str) -> None:
         for family in range(64):
             expected = ALLOW if family in ALLOWED_FAMILIES else errno(EAFNOSUPPORT)
             assert decide(call, family) == expected, (call, family)
+    # Issue 59: buffers grown past the kernel's defaults held 3.6 GB of socket memory outside memory_mib.
+    for level in (SOL_SOCKET, 0, 6):  # SOL_SOCKET, SOL_IP, SOL_TCP
+        for option in range(40):
+            expected = errno(EPERM) if level == SOL_SOCKET and option in BUFFER_OPTIONS else ALLOW
+            got = run_filter(program, arch=arch, nr=numbers["setsockopt"], arg0=3, arg1=level, arg2=option)
+            assert got == expected, (level, option)
+    for command in (0, 1, 2, 3, 4, 1030, 1032, F_SETPIPE_SZ):  # F_DUPFD ... F_SETFL, F_SETLEASE, F_GETPIPE_SZ
+        expected = errno(EPERM) if command == F_SETPIPE_SZ else ALLOW
+        assert run_filter(program, arch=arch, nr=numbers["fcntl"], arg0=3, arg1=command) == expected, command
     assert decide("shmget") == ALLOW and decide("msgget") == ALLOW and decide("semget") == ALLOW
     assert decide(0) == ALLOW and decide(numbers["socket"] + 1000) == ALLOW
     assert decide("socket", 2, on=0x40000003) == KILL  # another ABI (i386's number)

@@ -27,7 +27,8 @@ Both levels: `python -I -S` (no user site, no PYTHON* variables), a minimal envi
 anonymous session keyring (no link to ttscale's, so none to the user's keyring); a seccomp filter (classic BPF
 installed with prctl, `_hardening.py`) refusing `add_key`, `keyctl` and `request_key` (keys are not namespaced),
 io_uring (its requests open sockets without `socket`), `memfd_create` and `memfd_secret` (their files hold memory
-no address-space limit counts), `socket` and `socketpair` for every address family but AF_UNIX, AF_INET, AF_INET6
+no address-space limit counts), growing a socket's or a pipe's buffer (`setsockopt` SO_SNDBUF/SO_RCVBUF,
+`fcntl(F_SETPIPE_SZ)`: EPERM), `socket` and `socketpair` for every address family but AF_UNIX, AF_INET, AF_INET6
 and AF_NETLINK (which the net namespace covers; AF_VSOCK reaches the whole VM: EAFNOSUPPORT), and every system
 call of another ABI (killed); rlimits (CPU per process, rounded up to whole seconds; file size; open files;
 processes and threads together: RLIMIT_NPROC, counted in the execution's own user namespace; and the memory of the whole
@@ -95,8 +96,10 @@ Not defeated, and why:
   fails, threads count against `processes`, and every process may use only its share of `memory_mib`; the tests'
   process has a share of its own besides the candidate's `processes`.
 - the memory the kernel holds for an execution outside its address space is bounded but not by `memory_mib`:
-  pipe and socket buffers (the kernel's per-user pipe quota), its tmpfs (`file_mib`) and IPC objects (bounds
-  above). A cgroup v2 memory controller would count them; this machine's kernel offers none to the sandbox.
+  socket and pipe buffers (their sizes cannot be grown: at most about `processes` x `open_files` x 256 KiB, 128 MiB
+  at the defaults; measured: 8 processes filling 240 socketpairs took 32 to 106 MiB of the host's MemAvailable),
+  its tmpfs (`file_mib`) and IPC objects (bounds above). A cgroup v2 memory controller would count them; this
+  machine's kernel offers none to the sandbox.
 """
 
 from ttscale.sandbox.limits import Execution, Limits, SandboxUnavailable

@@ -16,7 +16,10 @@ it is given), so the filter's contents follow Flatpak (bubblewrap's main user) a
   (EPERM; keys are not namespaced); `socket` and `socketpair` for any address family but AF_UNIX, AF_INET,
   AF_INET6 and AF_NETLINK, which the net namespace covers (EAFNOSUPPORT: Flatpak's allow-list; Docker refuses only
   AF_VSOCK); io_uring (Docker), whose requests can open sockets without the `socket` call; `memfd_create` and
-  `memfd_secret`, whose files hold memory outside the address-space limit (a secret one unevictable as well); and
+  `memfd_secret`, whose files hold memory outside the address-space limit (a secret one unevictable as well);
+  `setsockopt` of SO_SNDBUF, SO_RCVBUF and their FORCE forms and `fcntl(F_SETPIPE_SZ)` (EPERM), so that socket and
+  pipe buffers keep the kernel's default sizes (grown to the host's wmem_max, 8 processes held 3.6 GB of socket
+  buffers; at the defaults an execution's descriptors hold at most about processes x open_files x 256 KiB); and
   every system call of another ABI (the 32-bit and x32 calls on x86_64 would pass a filter written for 64-bit
   numbers): the process is killed (SIGSYS). Numbers are known for x86_64, aarch64 and riscv64 (little-endian, no
   socketcall multiplexer); elsewhere the set-up fails and says so, rather than run the candidate unfiltered;
@@ -38,12 +41,14 @@ if TYPE_CHECKING:
 if "IsolationError" not in globals():  # imported as a module (by tests), not run in the supervisor's namespace
     from ttscale.sandbox._isolation import IsolationError
 
-_GENERIC = {"socket": 198, "socketpair": 199, "add_key": 217, "request_key": 218, "keyctl": 219,
+_GENERIC = {"socket": 198, "socketpair": 199, "setsockopt": 208, "fcntl": 25, "add_key": 217, "request_key": 218,
+            "keyctl": 219,
             "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "semget": 190,
             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
 # Per architecture: seccomp's AUDIT_ARCH value and the system call numbers the filter names.
 SYSCALLS: dict[str, tuple[int, dict[str, int]]] = {
-    "x86_64": (0xC000003E, {"socket": 41, "socketpair": 53, "add_key": 248, "request_key": 249, "keyctl": 250,
+    "x86_64": (0xC000003E, {"socket": 41, "socketpair": 53, "setsockopt": 54, "fcntl": 72, "add_key": 248,
+                            "request_key": 249, "keyctl": 250,
                             "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "semget": 64,
                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}),
     "aarch64": (0xC00000B7, _GENERIC),
@@ -51,6 +56,11 @@ SYSCALLS: dict[str, tuple[int, dict[str, int]]] = {
 }
 ALLOWED_FAMILIES = (1, 2, 10, 16)
 """AF_UNIX, AF_INET, AF_INET6, AF_NETLINK: the families the net namespace covers."""
+SOL_SOCKET = 1
+BUFFER_OPTIONS = (7, 8, 32, 33)
+"""SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE: a socket's buffers stay at the kernel's default size."""
+F_SETPIPE_SZ = 1031
+"""fcntl's command that grows a pipe's buffer (up to 1 MiB unprivileged): pipes stay at 64 KiB."""
 EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
 _X32_BIT = 0x40000000
 _KEYCTL_JOIN_SESSION_KEYRING = 1
@@ -58,7 +68,7 @@ _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _PR_SET_NO_NEW_PRIVS = 22, 2, 38
 _RET_ALLOW, _RET_ERRNO, _RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
 # Classic BPF opcodes: load a 32-bit word of seccomp_data; jump if equal / greater or equal; return.
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
-_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (args[0]'s low word: little-endian machines only)
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (args' low words: little-endian)
 # Where the kernel keeps the IPC namespace's bounds (of the calling process's namespace), and their values.
 _IPC_BOUNDS = ("kernel/shmmni", "kernel/msgmni", "fs/mqueue/queues_max")
 _IPC_OBJECTS = 16
@@ -105,6 +115,15 @@ def filter_program(machine: str, *, refuse_sysv: bool) -> list[tuple[int, int]]:
     # Each refused call: "nr == N? return its errno : next test".
     for number, errno in refused:
         program += [_instruction(_JEQ_K, number, jf=1), _instruction(_RET_K, _RET_ERRNO | errno)]
+    # setsockopt growing a socket's buffers, fcntl growing a pipe's: EPERM (each block returns, or skips itself).
+    allow, deny = _instruction(_RET_K, _RET_ALLOW), _instruction(_RET_K, _RET_ERRNO | EPERM)
+    options = [_instruction(_JEQ_K, option, jt=len(BUFFER_OPTIONS) - index)
+               for index, option in enumerate(BUFFER_OPTIONS)]
+    sockets = [_instruction(_LD_W_ABS, _ARG1), _instruction(_JEQ_K, SOL_SOCKET, jf=len(options) + 1),
+               _instruction(_LD_W_ABS, _ARG2), *options, allow, deny]
+    program += [_instruction(_JEQ_K, numbers["setsockopt"], jf=len(sockets)), *sockets]
+    pipes = [_instruction(_LD_W_ABS, _ARG1), _instruction(_JEQ_K, F_SETPIPE_SZ, jt=1), allow, deny]
+    program += [_instruction(_JEQ_K, numbers["fcntl"], jf=len(pipes)), *pipes]
     # socket and socketpair: on to the family test; anything else is allowed.
     program += [_instruction(_JEQ_K, numbers["socket"], jt=2), _instruction(_JEQ_K, numbers["socketpair"], jt=1),
                 _instruction(_RET_K, _RET_ALLOW), _instruction(_LD_W_ABS, _ARG0)]
