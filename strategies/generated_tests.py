@@ -8,17 +8,21 @@ Tests", arXiv:2207.10397, 2022, §2).
 
 Symbols: candidates c_1..c_N ~ π(· | x) (`n`, `max_tokens`); tests t_1..t_M parsed from T test-writing samples
 (`test_samples`, `test_tokens`; each sample's `assert` lines about the entry point, its first `tests_per_sample`,
-deduplicated over the samples, at most `max_tests`; w_j how many times t_j was written among those); o_ij = 1 when
+deduplicated over the samples, at most `max_tests` (none under codet); w_j how many times t_j was written among
+those, or 1 each: `test_weights`); o_ij = 1 when
 c_i passes t_j (run in the task's sandbox, metered as executions); the behaviour of c_i is the vector o_i·; a
 cluster K is a set of candidates with one behaviour.
 - `select=codemonkeys` (default; ScalingIntelligence/codemonkeys codemonkeys/utils/majority_voting.py
-  `get_patches_for_selection`, stages/selection_state_machine.py `max_candidates = 3`): votes s(c_i) = Σ_j o_ij;
-  the distinct programs ranked by (most votes, shorter program), the top `shortlist` go to model selection (the
-  outcome verifier, `verifier`), which picks one; without a verifier the first of the ranking answers.
-- `select=tests_passed` (ours before): the same votes, the verifier asked only when the top is tied.
-- `select=codet` (microsoft/CodeT src/agreement.py `DualAgreement`): a candidate that passes no test is dropped;
-  a consensus set K scores √|K| · Σ_j w_j o_Kj (tests counted as often as written, the first 5 of each sample:
-  `tests_per_sample` unset means 5 here).
+  `get_patches_for_selection`, stages/selection_state_machine.py `max_candidates = 3`): votes s(c_i) = Σ_j w_j o_ij,
+  every generated test counted (one written by three samples votes three times, as majority_voting.py:75-84
+  counts); the distinct programs ranked by (most votes, shorter program), the top `shortlist` go to model selection
+  (the outcome verifier, `verifier`), which picks one. Without a verifier no model is asked: the first of the
+  shortlist answers.
+- `select=tests_passed` (ours before): votes Σ_j o_ij over the distinct tests, the verifier asked only on a tie.
+- `select=codet` (microsoft/CodeT src/agreement.py `DualAgreement`, src/execution.py:90-93): a candidate that
+  passes no test is dropped; a consensus set K scores √|K| · Σ_j w_j o_Kj (tests counted as often as written,
+  every test among the first 5 of each sample, with no total cap: `tests_per_sample` unset means 5 here,
+  `max_tests` unset means no cap).
 - `select=codet_paper` (the paper's §2 formula): s(c_i) = |K(c_i)| · Σ_j o_ij, every candidate kept.
 The answer is argmax_i s(c_i) (a set's first candidate); a tie at the top goes to the verifier when one is named,
 else to the first candidate. Differences from the references, and why: CodeT ranks sets and reports pass@k over a
@@ -52,6 +56,8 @@ TEST_PROMPT = (
 SELECTS = ("codemonkeys", "tests_passed", "codet", "codet_paper")
 CODET_TESTS_PER_SAMPLE = 5
 """CodeT's `limit`: the tests of each sample that count (its scripts' default)."""
+MAX_TESTS = 8
+"""The distinct tests kept under the rules other than codet when `max_tests` is unset, and the count asked for."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,14 +72,20 @@ class GeneratedTestsParams(ChecksVerifier, PoolParams):
     """T: test-writing samples (generated first, from the budget)."""
     test_tokens: int = 192
     """Tokens per test-writing sample at most."""
-    max_tests: int = 8
-    """M at most: distinct assert lines kept, in the order written."""
+    max_tests: int | None = None
+    """M at most: distinct assert lines kept, in the order written; None = no cap under codet (CodeT keeps every
+    test among the first 5 of each sample), 8 under the other rules. Also the number of tests the prompt asks for
+    (8 when there is no cap)."""
     tests_per_sample: int | None = None
     """Only the first this many assert lines of each test-writing sample count; None = CodeT's 5 under codet, no
     limit under the other rules."""
     select: Literal["codemonkeys", "tests_passed", "codet", "codet_paper"] = "codemonkeys"
     """codemonkeys: the top `shortlist` by votes to the verifier; tests_passed: most tests passed, the verifier on a
     tie; codet: CodeT's code, √|set| × tests passed; codet_paper: the paper's |set| × |tests passed|."""
+    test_weights: Literal["written", "once"] | None = None
+    """How a test counts in the votes: written = as many times as the samples wrote it (CodeMonkeys' and CodeT's
+    count), once = each distinct test once; None = the rule's own (written under codemonkeys and codet, once under
+    tests_passed and codet_paper)."""
     shortlist: int = 3
     """codemonkeys: the distinct programs, by votes then length, handed to the verifier (its max_candidates)."""
     verifier: str | None = None
@@ -81,9 +93,12 @@ class GeneratedTestsParams(ChecksVerifier, PoolParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("test_samples", "test_tokens", "max_tests", "shortlist"):
+        for name in ("test_samples", "test_tokens", "shortlist"):
             check_positive(name, getattr(self, name))
-        check_positive("tests_per_sample", self.tests_per_sample, allow_none=True)
+        for name in ("max_tests", "tests_per_sample"):
+            check_positive(name, getattr(self, name), allow_none=True)
+        if self.test_weights not in (None, "written", "once"):
+            raise ValueError(f"test_weights must be written or once (or unset), got {self.test_weights!r}")
         if self.select not in SELECTS:
             raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {self.select!r}")
         if self.temperature == 0 and self.test_samples > 1:
@@ -108,18 +123,13 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
         raise ValueError(f"generated_tests needs a code task with an entry point; task {ctx.task.name!r} has none")
 
     # 1. Tests, from the visible prompt only.
-    asked = TEST_PROMPT.format(question=problem.question, count=p.max_tests, entry_point=entry_point)
+    asked = TEST_PROMPT.format(question=problem.question, count=p.max_tests or MAX_TESTS, entry_point=entry_point)
     written = await ctx.generate(
         ctx.engine.chat_prompt([{"role": "user", "content": asked}]),
         SamplingParams(n=p.test_samples, temperature=p.temperature, top_p=p.top_p, max_tokens=p.test_tokens),
         phase="tests", role="verifier",  # the tests verify the candidates: not samples of the answer (issue 49)
     )
-    per_sample = p.tests_per_sample
-    if per_sample is None and p.select == "codet":
-        per_sample = CODET_TESTS_PER_SAMPLE
-    texts = [c.text for c in written.completions]
-    tests = parse_tests(texts, entry_point=entry_point, limit=p.max_tests, per_sample=per_sample)
-    weights = written_counts(texts, tests, entry_point=entry_point, per_sample=per_sample)
+    tests, weights = counted_tests([c.text for c in written.completions], entry_point=entry_point, p=p)
 
     # 2. Candidates, with what the tests left.
     completions = await sample_pool(ctx, p)
@@ -139,15 +149,7 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
 
     # 4. The vote over behaviour, then the verifier (model selection) where the rule asks it.
     outcomes: list[tuple[int, ...] | None] = [behaviour.get(i) for i in range(len(samples))]
-    scores = score_candidates(outcomes, weights if p.select == "codet" else None, select=p.select)
-    programs = [s.answer for s in samples]
-    if p.select == "codemonkeys":
-        leaders = codemonkeys_shortlist(scores, programs, size=p.shortlist)
-    else:
-        top = max((s for s in scores if s is not None), default=None)
-        leaders = [i for i, s in enumerate(scores) if s is not None and s == top]
-    if p.select == "codet" and not leaders and runnable:
-        leaders = [runnable[0]]  # nothing passes a test: CodeT ranks nothing, a run still answers
+    scores, leaders = rank(outcomes, weights, [s.answer for s in samples], p=p)
     judged: list[float] | None = None
     if len(leaders) > 1 and p.verifier is not None:
         judged = list(await score_outcomes(ctx, [samples[i].text for i in leaders], verifier=p.verifier))
@@ -158,12 +160,40 @@ async def generated_tests(problem: Problem, ctx: Context, p: GeneratedTestsParam
         "n": len(samples),
         "tests": len(tests),
         "generated_tests": tests,
+        "test_weights": weights,
         "select": p.select,
         "leaders": len(leaders) if judged is None else len(judged),
         "behaviours": len(set(behaviour.values())),
         "tie_break": p.verifier if judged is not None else None,
     }
     return Answer(prediction=samples[chosen].answer if chosen is not None else None, samples=tuple(final), info=info)
+
+
+def counted_tests(texts: list[str], *, entry_point: str, p: GeneratedTestsParams) -> tuple[list[str], list[int]]:
+    """The tests `p.select` counts, in order, and each one's weight in the votes (its rule's `test_weights`)."""
+    per_sample = p.tests_per_sample
+    if per_sample is None and p.select == "codet":
+        per_sample = CODET_TESTS_PER_SAMPLE
+    cap = p.max_tests if p.max_tests is not None or p.select == "codet" else MAX_TESTS
+    tests = parse_tests(texts, entry_point=entry_point, limit=cap, per_sample=per_sample)
+    weighting = p.test_weights or ("written" if p.select in ("codemonkeys", "codet") else "once")
+    if weighting == "once":
+        return tests, [1] * len(tests)
+    return tests, written_counts(texts, tests, entry_point=entry_point, per_sample=per_sample)
+
+
+def rank(outcomes: list[tuple[int, ...] | None], weights: list[int], programs: list[str | None], *,
+         p: GeneratedTestsParams) -> tuple[list[float | None], list[int]]:
+    """Every candidate's score, and the leaders the verifier chooses among (the answer is the first of them)."""
+    scores = score_candidates(outcomes, weights, select=p.select)
+    if p.select == "codemonkeys":
+        return scores, codemonkeys_shortlist(scores, programs, size=p.shortlist)
+    top = max((s for s in scores if s is not None), default=None)
+    leaders = [i for i, s in enumerate(scores) if s is not None and s == top]
+    runnable = [i for i, row in enumerate(outcomes) if row is not None]
+    if p.select == "codet" and not leaders and runnable:
+        leaders = [runnable[0]]  # nothing passes a test: CodeT ranks nothing, a run still answers
+    return scores, leaders
 
 
 def score_candidates(
@@ -207,9 +237,9 @@ def codemonkeys_shortlist(scores: list[float | None], programs: list[str | None]
     return out[:size]
 
 
-def parse_tests(texts: list[str], *, entry_point: str, limit: int, per_sample: int | None = None) -> list[str]:
-    """The distinct `assert` lines about `entry_point` in the texts, in order, at most `limit`; of each text only its
-    first `per_sample` such lines (None: all).
+def parse_tests(texts: list[str], *, entry_point: str, limit: int | None, per_sample: int | None = None) -> list[str]:
+    """The distinct `assert` lines about `entry_point` in the texts, in order, at most `limit` (None: all); of each
+    text only its first `per_sample` such lines (None: all).
 
     Each line is parsed (never run here) and kept only when it is one assert statement that calls the entry
     point: a line the model wrote is untrusted code, run only in the sandbox.
@@ -219,7 +249,7 @@ def parse_tests(texts: list[str], *, entry_point: str, limit: int, per_sample: i
         for line in sample_tests(text, entry_point=entry_point, limit=per_sample):
             if line not in found:
                 found.append(line)
-            if len(found) >= limit:
+            if limit is not None and len(found) >= limit:
                 return found
     return found
 

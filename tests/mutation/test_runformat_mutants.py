@@ -22,11 +22,12 @@ from ttscale.runstore.runformat import (
 
 
 def test_today_is_version_3_under_the_key_format() -> None:
-    assert (FORMAT_VERSION, KEY) == (3, "format")
+    assert (FORMAT_VERSION, KEY) == (4, "format")
     assert issubclass(RunFormatError, RunDirError)
 
 
-@pytest.mark.parametrize(("data", "found"), [({}, 1), ({"format": 1}, 1), ({"format": 2}, 2), ({"format": 3}, 3)])
+@pytest.mark.parametrize(("data", "found"),
+                         [({}, 1), ({"format": 1}, 1), ({"format": 2}, 2), ({"format": 3}, 3), ({"format": 4}, 4)])
 def test_the_version_a_file_says(data: dict[str, Any], found: int) -> None:
     assert version(data, where="f") == found
 
@@ -34,7 +35,7 @@ def test_the_version_a_file_says(data: dict[str, Any], found: int) -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (0, "cfg.json: run format 0 is not a version ttscale writes (a whole number from 1 to 3); the file was edited "
+        (0, "cfg.json: run format 0 is not a version ttscale writes (a whole number from 1 to 4); the file was edited "
             "or not written by ttscale"),
         (-1, "cfg.json: run format -1 is not a version"),
         (True, "cfg.json: run format true is not a version"),
@@ -45,7 +46,7 @@ def test_the_version_a_file_says(data: dict[str, Any], found: int) -> None:
         ("x" * 38, 'cfg.json: run format "' + "x" * 38 + '" is not a version'),
         ("x" * 39, 'cfg.json: run format "' + "x" * 36 + '... is not a version'),
         ({1}, 'cfg.json: run format "{1}" is not a version'),  # not JSON: shown by its str
-        (4, "cfg.json: run format 4 is newer than this ttscale reads (≤ 3); upgrade ttscale"),
+        (5, "cfg.json: run format 5 is newer than this ttscale reads (≤ 4); upgrade ttscale"),
     ],
     ids=["zero", "negative", "bool", "float", "str", "long", "forty", "forty_one", "not_json", "newer"],
 )
@@ -130,11 +131,11 @@ def test_a_version_1_genrm_record_reads_default_verdicts_as_unreadable() -> None
 
 def test_stamping_puts_the_version_first() -> None:
     assert list(stamp_record({"id": "p", "samples": []})) == ["format", "id", "samples"]
-    assert stamp_record({"format": 1, "samples": [{"a": 1}]}) == {"format": 3, "samples": [{"a": 1,
+    assert stamp_record({"format": 1, "samples": [{"a": 1}]}) == {"format": 4, "samples": [{"a": 1,
                                                                                            "correct": None}]}
-    assert stamp_config({"identity": {"engine": {}}}) == {"format": 3, "identity": {"engine": {}}}
+    assert stamp_config({"identity": {"engine": {}}}) == {"format": 4, "identity": {"engine": {}}}
     assert stamp_config({"format": 1, "identity": {"engine": {}}}) == {
-        "format": 3, "identity": {"engine": {"deterministic": False}}}
+        "format": 4, "identity": {"engine": {"deterministic": False}}}
     with pytest.raises(RunFormatError, match=r"^run.json: run format 9 is newer"):
         stamp_config({"format": 9}, where="run.json")
 
@@ -150,7 +151,7 @@ def test_stamping_names_the_file_it_refuses() -> None:
 
 def test_a_record_without_a_version_is_todays_and_is_stamped_as_it_is() -> None:
     record = {"id": "p", "samples": [{"answer": "1"}], "strategy": "genrm", "info": {"verdicts": {"default": 1}}}
-    assert stamp_record(record) == {"format": 3, **record}
+    assert stamp_record(record) == {"format": 4, **record}
 
 
 def test_an_unreadable_count_that_is_not_a_number_counts_as_none() -> None:
@@ -204,11 +205,13 @@ def test_a_version_2_config_names_the_rule_its_strategy_ran() -> None:
     # The strategy named only by the spec is read there too.
     spec_only = {KEY: 2, "spec": {"strategy": "generated_tests", "params": {}}, "identity": {"params": {}}}
     assert migrate_config(spec_only, where="c")["identity"]["params"] == {
-        "select": "tests_passed", "tests_per_sample": None, "shortlist": 3}
+        "select": "tests_passed", "tests_per_sample": None, "shortlist": 3, "test_weights": None}
     kept = migrate_config(_config("generated_tests", {"select": "codemonkeys"}, {"select": "codemonkeys"},
                                   spec_strategy=False), where="c")
-    assert kept["spec"]["params"] == {"select": "codemonkeys"}
-    assert kept["identity"]["params"] == {"select": "codemonkeys", "tests_per_sample": None, "shortlist": 3}
+    # ... and, as every run before version 4, CodeMonkeys' votes over each distinct test once.
+    assert kept["spec"]["params"] == {"select": "codemonkeys", "test_weights": "once"}
+    assert kept["identity"]["params"] == {"select": "codemonkeys", "tests_per_sample": None, "shortlist": 3,
+                                          "test_weights": "once"}
     # Params that are not objects: nothing to name, the config as it was.
     odd = _config("mcts", {}, None)
     assert migrate_config(odd, where="c") == {k: v for k, v in odd.items() if k != KEY}

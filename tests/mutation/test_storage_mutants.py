@@ -211,7 +211,7 @@ def test_append_writes_utf8_and_paths_as_text(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     with run.open_for_writing():
         run.append({"id": "1", "a": "é", "p": Path("x/y")})
-    assert (tmp_path / "results.jsonl").read_bytes() == '{"format": 3, "id": "1", "a": "é", "p": "x/y"}\n'.encode()
+    assert (tmp_path / "results.jsonl").read_bytes() == '{"format": 4, "id": "1", "a": "é", "p": "x/y"}\n'.encode()
 
 
 class _FullDisk:
@@ -362,7 +362,7 @@ def test_a_whole_last_record_gets_its_newline_when_the_run_resumes(tmp_path: Pat
         assert path.read_bytes() == b'{"id": "1"}\n{"id": "2"}\n'
         assert run.records() == [{"id": "1"}, {"id": "2"}]
         run.append({"id": "3"})
-    assert path.read_bytes() == b'{"id": "1"}\n{"id": "2"}\n{"format": 3, "id": "3"}\n'
+    assert path.read_bytes() == b'{"id": "1"}\n{"id": "2"}\n{"format": 4, "id": "3"}\n'
 
 
 # -- discarding --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def test_torn_last_line_is_dropped_and_cut_on_resume(tmp_path: Path) -> None:
     with run.open_for_writing():
         run.append({"id": "c"})
     # The old lines as they were; the new one stamped with today's format version (ttscale.runstore.runformat).
-    assert (tmp_path / RESULTS).read_text() == '{"id": "a"}\n{"id": "b"}\n{"format": 3, "id": "c"}\n'
+    assert (tmp_path / RESULTS).read_text() == '{"id": "a"}\n{"id": "b"}\n{"format": 4, "id": "c"}\n'
     assert run.records() == [{"id": "a"}, {"id": "b"}, {"id": "c"}]  # one shape, whatever version wrote a line
 
 
@@ -54,14 +54,14 @@ def test_write_config_stamps_the_format_version_and_read_config_leaves_it_off(tm
 
     run = RunDir(tmp_path)
     run.write_config({"identity": {"x": 1}})
-    assert json.loads((tmp_path / "config.json").read_text()) == {"format": 3, "identity": {"x": 1}}
+    assert json.loads((tmp_path / "config.json").read_text()) == {"format": 4, "identity": {"x": 1}}
     assert run.read_config() == {"identity": {"x": 1}}  # today's shape: the version is the file's
 
 
 def test_a_record_of_a_newer_format_refuses_the_resume_and_is_kept(tmp_path: Path) -> None:
-    text = '{"id": "a"}\n{"format": 4, "id": "b"}\n{"id": "c", "le'
+    text = '{"id": "a"}\n{"format": 5, "id": "b"}\n{"id": "c", "le'
     (tmp_path / RESULTS).write_text(text)
-    with (pytest.raises(RunDirError, match=r"results\.jsonl:2: run format 4 is newer than this ttscale reads"),
+    with (pytest.raises(RunDirError, match=r"results\.jsonl:2: run format 5 is newer than this ttscale reads"),
           RunDir(tmp_path).open_for_writing()):
         pass
     assert (tmp_path / RESULTS).read_text() == text  # not even its torn tail is cut
@@ -192,7 +192,7 @@ def test_a_failed_group_commit_fails_every_problem_in_it_and_keeps_none_of_their
         outcomes = asyncio.run(main())
     assert all(isinstance(o, StorageError) and "No space left" in str(o) for o in outcomes), outcomes
     assert [r["id"] for r in run.records()] == ["kept", "after"]
-    assert (tmp_path / RESULTS).read_text() == '{"format": 3, "id": "kept"}\n{"format": 3, "id": "after"}\n'
+    assert (tmp_path / RESULTS).read_text() == '{"format": 4, "id": "kept"}\n{"format": 4, "id": "after"}\n'
 
 
 def test_a_problem_cancelled_while_its_line_is_written_still_has_it_saved(tmp_path: Path) -> None:

@@ -66,15 +66,18 @@ def test_the_candidate_the_generated_tests_favour_is_chosen_and_every_execution_
     tests = answer.info["tests"]
     assert tests >= 2 and ledger.extra["executions"] == len(samples) * tests
     assert ledger.extra["execution_seconds"] > 0 and ledger.spent <= 4000
-    # Scores are the generated tests passed: all of them for the right candidates, fewer for the wrong.
-    assert {s.score for s, ok in zip(samples, passing, strict=True) if ok} == {float(tests)}
+    # Scores are the generated tests passed, each as often as it was written (CodeMonkeys' votes): all of them for
+    # the right candidates, fewer for the wrong.
+    weights = answer.info["test_weights"]
+    assert len(weights) == tests and all(w >= 1 for w in weights)
+    assert {s.score for s, ok in zip(samples, passing, strict=True) if ok} == {float(sum(weights))}
     # The test-writing generations are the verifier's, apart from the 6 candidates (issue 49: "samples / problem"
     # read 10.0 for n=8: the candidates and the two test generations).
     record = ledger.to_dict()
     assert record["verifier"]["samples"] == GeneratedTestsParams().test_samples >= 1
     assert record["samples"] - record["verifier"]["samples"] == len(samples) == 6
     assert record["verifier"]["generated_tokens"] == record["tests_tokens"] > 0
-    assert all(s.score is not None and s.score < tests for s, ok in zip(samples, passing, strict=True) if not ok)
+    assert all(s.score is not None and s.score < sum(weights) for s, ok in zip(samples, passing, strict=True) if not ok)
 
 
 def test_the_test_writer_sees_the_prompt_and_never_the_hidden_tests() -> None:
@@ -305,3 +308,62 @@ def test_params_from_python_are_validated_and_the_references_are_the_defaults() 
     p = GeneratedTestsParams()
     assert (p.select, p.shortlist, p.tests_per_sample, p.verifier) == ("codemonkeys", 3, None, None)
     assert GeneratedTestsParams(temperature=0, test_samples=1, n=1).test_samples == 1  # one greedy sample is fine
+
+
+def _asserts(*names: str) -> str:
+    """A test-writing sample whose tests are named: t3 is `assert solve(3) == 3`."""
+    return "```python\n" + "".join(f"assert solve({name[1:]}) == {name[1:]}\n" for name in names) + "```"
+
+
+def _passes(tests: list[str], *names: str) -> tuple[int, ...]:
+    return tuple(int(any(f"solve({name[1:]})" in test for name in names)) for test in tests)
+
+
+def test_codet_counts_every_test_among_the_first_five_of_each_sample_with_no_total_cap() -> None:
+    """Issue 61's example, after CodeT's agreement.py:55-60 and execution.py:90-93. Sample 1 writes t1..t6, sample 2
+    t1, t7..t10; of each, the first 5 count (t6 does not), t1 twice. P1 ×3 pass {t1, t4}, P3 {t1, t2, t3, t10},
+    P4 {t1, t2, t3}, P6 only t6, P7 nothing: CodeT picks P1 (3·√3 = 5.196 over P3's 5). With 8 tests at most (the
+    cap before), t10 was cut, P3 and P4 merged (4·√2 = 5.657) and P3 won."""
+    from ttscale.strategies.generated_tests import counted_tests, rank
+
+    texts = [_asserts("t1", "t2", "t3", "t4", "t5", "t6"), _asserts("t1", "t7", "t8", "t9", "t10")]
+    p = GeneratedTestsParams(select="codet")
+    tests, weights = counted_tests(texts, entry_point="solve", p=p)
+    assert len(tests) == 9 and weights == [2, 1, 1, 1, 1, 1, 1, 1, 1]
+    outcomes = [_passes(tests, "t1", "t4")] * 3 + [_passes(tests, "t1", "t2", "t3", "t10"),
+                                                  _passes(tests, "t1", "t2", "t3"), _passes(tests, "t6"),
+                                                  _passes(tests)]
+    programs = ["p1", "p1b", "p1c", "p3", "p4", "p6", "p7"]
+    scores, leaders = rank(outcomes, weights, programs, p=p)
+    assert leaders == [0, 1, 2] and math.isclose(scores[0] or 0, 3 * math.sqrt(3))
+    assert scores[3] == 5 and scores[4] == 4 and scores[5] is None and scores[6] is None
+    # The total cap stays an option, stated: at 8, P3 wins as before.
+    capped = GeneratedTestsParams(select="codet", max_tests=8)
+    tests, weights = counted_tests(texts, entry_point="solve", p=capped)
+    assert len(tests) == 8 and not any("solve(10)" in t for t in tests)
+    outcomes = [_passes(tests, "t1", "t4")] * 3 + [_passes(tests, "t1", "t2", "t3", "t10"),
+                                                  _passes(tests, "t1", "t2", "t3"), _passes(tests, "t6"),
+                                                  _passes(tests)]
+    scores, leaders = rank(outcomes, weights, programs, p=capped)
+    assert leaders == [3, 4] and math.isclose(scores[3] or 0, 4 * math.sqrt(2))
+
+
+def test_codemonkeys_votes_count_every_generated_test() -> None:
+    """Issue 61's example, after CodeMonkeys' majority_voting.py:75-84: t1 written by three samples, a fourth writes
+    t2, t3, t4; RA passes {t1}, RB {t2, t3}, RC {t2, t4}, RD {t3, t4}. Votes 3, 2, 2, 2 shortlist [RA, RB, RC];
+    over distinct tests (before) 1, 2, 2, 2 shortlisted [RB, RC, RD] and RA never reached the judge."""
+    from ttscale.strategies.generated_tests import counted_tests, rank
+
+    texts = [_asserts("t1")] * 3 + [_asserts("t2", "t3", "t4")]
+    p = GeneratedTestsParams(select="codemonkeys", test_samples=4)
+    tests, weights = counted_tests(texts, entry_point="solve", p=p)
+    assert weights == [3, 1, 1, 1]
+    outcomes = [_passes(tests, "t1"), _passes(tests, "t2", "t3"), _passes(tests, "t2", "t4"),
+                _passes(tests, "t3", "t4")]
+    programs = ["ra", "rb", "rc", "rd"]
+    scores, leaders = rank(outcomes, weights, programs, p=p)
+    assert scores == [3, 2, 2, 2] and leaders == [0, 1, 2]
+    once = GeneratedTestsParams(select="codemonkeys", test_samples=4, test_weights="once")
+    tests, weights = counted_tests(texts, entry_point="solve", p=once)
+    scores, leaders = rank(outcomes, weights, programs, p=once)
+    assert scores == [1, 2, 2, 2] and leaders == [1, 2, 3]

@@ -45,7 +45,14 @@ Versions:
      those settings (today's defaults would rethink 10 times and answer once), so `--resume` finds the identity
      it stored; its records' `info` gains `rethink_passes` (1 when it spent sleep tokens, else 0). Version 1
      reads so too.
-3. Today: `"format": 3` at the top of config.json and first in every record.
+3. `"format": 3` at the top of config.json and first in every record, written from 2026-11-27 to 2026-12-02. It
+   reads as version 4 with this difference filled in (issue 61: generated_tests counts tests as its references do):
+   - config.json of a `generated_tests` run: under `select=codet` an unset `max_tests` capped the distinct tests at
+     8, now `max_tests=8` in `spec.params` (today's unset means CodeT's no cap); under `select=codemonkeys` the
+     votes counted each distinct test once, now `test_weights="once"` in `spec.params` (today's unset counts every
+     written test); `identity.params` gain `test_weights` (None under the other rules, which count once).
+   Versions 1 and 2 read so too.
+4. Today: `"format": 4` at the top of config.json and first in every record.
 
 A results.jsonl may hold both: resuming a version-1 run appends version-2 records after the version-1 ones, and
 each line is read by its own version. A resume rewrites config.json (in version 2) only to record its engine.
@@ -60,7 +67,7 @@ from typing import Any, TypedDict
 
 from ttscale.runstore.runfiles import RunDirError
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """The version this code writes, and the newest it reads."""
 KEY = "format"
 """Where the version is: a top-level key of config.json and of each results.jsonl record."""
@@ -117,6 +124,8 @@ def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
     out = {k: v for k, v in data.items() if k != KEY}
     if found < 3:
         out = _sleep_time_config(_defaults_named(out))
+    if found < 4:
+        out = _generated_tests_counts(out)
     made_by_api = isinstance(out.get("command"), list) and out["command"][:1] == ["ttscale.run"]
     for part in ("identity", "spec"):
         section = out.get(part)
@@ -176,6 +185,24 @@ def _defaults_named(config: dict[str, Any]) -> dict[str, Any]:
         params["select"] = _GENERATED_TESTS_SELECT.get(params.get("select"), params.get("select"))
         params.setdefault("tests_per_sample", None)
         params.setdefault("shortlist", 3)
+    return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
+
+
+def _generated_tests_counts(config: dict[str, Any]) -> dict[str, Any]:
+    """A version-3 generated_tests config with the test counts it ran named (a new dict; others as they are)."""
+    spec, identity = config.get("spec"), config.get("identity")
+    if not isinstance(spec, dict) or not isinstance(identity, dict):
+        return config
+    given, params = spec.get("params"), identity.get("params")
+    name = _STRATEGY_NAMES.get(str(identity.get("strategy", spec.get("strategy"))))
+    if name != "generated_tests" or not isinstance(given, dict) or not isinstance(params, dict):
+        return config
+    given, params = dict(given), dict(params)
+    if params.get("select") == "codet" and "max_tests" not in given:
+        given["max_tests"] = params["max_tests"] = 8
+    if params.get("select") == "codemonkeys" and "test_weights" not in given:
+        given["test_weights"] = params["test_weights"] = "once"
+    params.setdefault("test_weights", None)
     return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
 
 

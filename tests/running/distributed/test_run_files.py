@@ -39,7 +39,7 @@ def test_a_failed_append_is_cut_back_so_later_appends_stay_whole(tmp_path: Path)
             run.append({"id": "b", "text": "x" * 1000})
         run._results = real  # space is back
         run.append({"id": "c"})
-    assert (tmp_path / RESULTS).read_text() == '{"format": 3, "id": "a"}\n{"format": 3, "id": "c"}\n'
+    assert (tmp_path / RESULTS).read_text() == '{"format": 4, "id": "a"}\n{"format": 4, "id": "c"}\n'
 
 
 def test_text_that_utf8_cannot_carry_round_trips_exactly(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_run_that_finished_nothing_can_be_discarded_one_that_did_cannot(tmp_pa
     assert not (tmp_path / "empty").exists()
     with pytest.raises(RunDirError, match="holds finished problems"):
         done.discard()
-    assert json.loads((tmp_path / "done" / RESULTS).read_text()) == {"format": 3, "id": "a"}
+    assert json.loads((tmp_path / "done" / RESULTS).read_text()) == {"format": 4, "id": "a"}
 
 
 class _Recorder:
