@@ -461,3 +461,37 @@ def test_a_v2_run_of_a_strategy_whose_default_changed_resumes_as_the_rule_it_ran
     (run / CONFIG).write_text(json.dumps({**raw_config(run), "format": 3}), encoding="utf-8")
     with pytest.raises(RunDirError, match=r"cannot resume .* the run differs in params"):
         resume()
+
+
+# -- version 3 → 4 (issue 61): generated_tests counts tests as CodeT and CodeMonkeys do --------------------------------
+
+@pytest.mark.parametrize("select", ["codet", "codemonkeys"])
+def test_a_v3_generated_tests_run_resumes_with_the_test_counts_it_ran(select: str, tmp_path: Path) -> None:
+    from ttscale.evals import load_task
+    from ttscale.testing import SimulatedCodePolicy
+
+    run = tmp_path / select
+    ttscale.run(strategy="generated_tests", budget="2k", task="code:1", limit=1, out=run,
+                engine=SimulatedCodePolicy(load_task("code:1")), params={"n": "2", "select": select})
+    # As version 3 wrote it: max_tests 8 (its default), no test_weights.
+    config = raw_config(run)
+    params = config["identity"]["params"]
+    del params["test_weights"]
+    params["max_tests"] = 8
+    (run / CONFIG).write_text(json.dumps({**config, "format": 3}), encoding="utf-8")
+    read = RunDir(run).read_config()
+    expected = {"max_tests": 8} if select == "codet" else {"test_weights": "once"}
+    assert {k: read["spec"]["params"][k] for k in expected} == expected
+    assert {k: read["identity"]["params"][k] for k in expected} == expected
+
+    def resume() -> ttscale.Run:
+        spec = RunDir(run).read_config()["spec"]
+        return ttscale.run(strategy=spec["strategy"], budget=spec["budget"], task=spec["task"], limit=spec["limit"],
+                           params=spec["params"], seed=spec["seed"], out=run, engine=NoGeneration(seed=0))
+
+    NoGeneration.calls = 0
+    assert resume().summary["resumed"] is True and NoGeneration.calls == 0
+    # Read as version 4 (not migrated), the stored spec would rebuild today's counts, and the resume refuses.
+    (run / CONFIG).write_text(json.dumps({**raw_config(run), "format": 4}), encoding="utf-8")
+    with pytest.raises(RunDirError, match=r"cannot resume .* the run differs in params"):
+        resume()
