@@ -16,8 +16,13 @@ Each simulation, until `simulations` have run or the budget is spent:
 1. select: from the root, while the node is expanded, go to the child a of highest
      OpenR (`selection=openr`, default; openreasoner/openr reason/guided_search/tree.py, `_ucb_score`)
         Q(s, a) + (ln((N(s) + c_base + 1) / c_base) + c)·P(s, a)·sqrt(N(s)) / (1 + N(s, a)), c = 1.25,
-        c_base = 19652, Q = r(a) while a is unvisited; ties: the earlier sampled child. As OpenR, a leaf is
-        expanded at its second visit (its first is valued by r), and the walk goes on into its children;
+        c_base = 19652, Q = r(a) while a is unvisited; ties: the earlier sampled child. As OpenR's evaluated
+        search, `vanila_mcts` (tree.py:330-409, run by `reason/evaluation/evaluate.py --method vanila_mcts`), every
+        open leaf the walk reaches is expanded at once and the walk goes on into its children, so that each
+        simulation ends at a finished solution, valued by its r (its mean once visited);
+     OpenR's `_simulate` (`selection=openr_simulate`; the same score, AlphaZero's expansion, which nothing in
+        OpenR calls): a leaf is expanded at its second visit (its first is valued by r), and the walk goes on into
+        its children;
      llm-reasoners (`selection=llm_reasoners`; maitrix-org/llm-reasoners reasoners/algorithm/mcts.py, `_uct`)
         Q(s, a) + c·sqrt(ln N(s) / max(1, N(s, a))), c = 1, Q = r(a) while unvisited (`uct_with_fast_reward`);
         ties: the earlier child; at N(s) = 0 (only our root, which the reference visits once before its children)
@@ -28,11 +33,12 @@ Each simulation, until `simulations` have run or the budget is spent:
                                           (AlphaZero's); ties: the likelier step;
    the walk ends at a leaf ℓ: a node not visited yet, or a finished solution (terminal: never expanded).
 2. evaluate ℓ (`evaluation`): `verifier` (default): v = the verifier's value of ℓ's path (its step scores aggregated by
-   `aggregate`, as beam and REBASE score; under openr and llm_reasoners that is r(ℓ), not scored twice); `rollout`:
+   `aggregate`, as beam and REBASE score; under the OpenR rules and llm_reasoners that is r(ℓ), not scored twice;
+   under openr ℓ is always finished); `rollout`:
    v = the verifier's value of ℓ's solution sampled to its end (one request, n = 1; RAP's and rStar's simulation); a
    finished ℓ is its own outcome.
-3. expand ℓ when it is open (openr: at its second visit, in step 1): k next steps, one request of n = k; they wait,
-   unvisited, for a later selection.
+3. expand ℓ when it is open (openr: as the walk reaches it, openr_simulate: at its second visit, both in step 1): k
+   next steps, one request of n = k; they wait, unvisited, for a later selection.
 4. back up: N += 1 and W += v for every node on the path from the root to ℓ (so Σ_a N(root, a) = simulations).
 With `simulations` unset the search runs until the budget is spent, or until SETTLED simulations in a row end at a
 solution already visited: the selection has settled on finished paths, and such simulations spend nothing.
@@ -65,11 +71,13 @@ from ttscale.verifiers.loading import load_verifier
 SETTLED = 16
 """Simulations in a row that end at an already visited solution, after which an until-budget search stops."""
 
-Selection = Literal["openr", "llm_reasoners", "uct", "puct"]
-SELECTIONS: tuple[str, ...] = ("openr", "llm_reasoners", "uct", "puct")
-REFERENCE_C: dict[str, float] = {"openr": 1.25, "llm_reasoners": 1.0, "uct": 1.0, "puct": 1.0}
+Selection = Literal["openr", "openr_simulate", "llm_reasoners", "uct", "puct"]
+SELECTIONS: tuple[str, ...] = ("openr", "openr_simulate", "llm_reasoners", "uct", "puct")
+REFERENCE_C: dict[str, float] = {"openr": 1.25, "openr_simulate": 1.25, "llm_reasoners": 1.0, "uct": 1.0, "puct": 1.0}
 """Each rule's exploration constant where `c_puct` is unset: OpenR's pb_c_init, llm-reasoners' w_exp, ours 1."""
-FIRST_VALUED = ("openr", "llm_reasoners")
+OPENR = ("openr", "openr_simulate")
+"""The rules with OpenR's `_ucb_score` (its PUCT): its evaluated `vanila_mcts`, and its `_simulate`."""
+FIRST_VALUED = ("openr", "openr_simulate", "llm_reasoners")
 """The rules whose unvisited child starts at its value from the expansion (every child is scored as it is sampled)."""
 
 
@@ -80,14 +88,16 @@ class MCTSParams(ChecksVerifier, SearchParams):
     expand: int = 4
     """k: children sampled per expansion (one engine request of n = k)."""
     selection: Selection = "openr"
-    """openr: OpenR's PUCT, unvisited children at their verifier value, a leaf expanded at its second visit;
-    llm_reasoners: llm-reasoners' UCT, unvisited children at their fast reward; uct: ours before, unvisited children
-    first; puct: ours before, Q = 0 unvisited (see the module docstring for each formula)."""
+    """openr: OpenR's evaluated `vanila_mcts` (its PUCT, unvisited children at their verifier value, every leaf the
+    walk reaches expanded at once, each simulation walked to a finished solution); openr_simulate: OpenR's
+    `_simulate` (a leaf expanded at its second visit, a walk ending at an unvisited leaf); llm_reasoners:
+    llm-reasoners' UCT, unvisited children at their fast reward; uct: ours before, unvisited children first; puct:
+    ours before, Q = 0 unvisited (see the module docstring for each formula)."""
     c_puct: float | None = None
-    """c: the exploration constant of the selection rule; None = the rule's reference value (openr 1.25, the others
-    1); 0 = greedy on Q."""
+    """c: the exploration constant of the selection rule; None = the rule's reference value (openr and
+    openr_simulate 1.25, the others 1); 0 = greedy on Q."""
     c_base: float = 19652.0
-    """OpenR's pb_c_base: c grows as ln((N(s) + c_base + 1) / c_base) with the parent's visits (openr only)."""
+    """OpenR's pb_c_base: c grows as ln((N(s) + c_base + 1) / c_base) with the parent's visits (OpenR's rules)."""
     evaluation: Literal["verifier", "rollout"] = "verifier"
     """verifier: a leaf's value is the verifier's value of its path; rollout: of its solution sampled to the end."""
     final: Literal["most_visited", "vote", "best_reward"] = "most_visited"
@@ -121,7 +131,7 @@ def selection_score(
     """The score by which `rule` ranks a child: q its mean value (None: unvisited and not valued, counted 0 by PUCT),
     prior its P(s, a), parent_visits N(s), visits N(s, a). UCT's unvisited child is +inf (it goes first)."""
     value = 0.0 if q is None else q
-    if rule == "openr":
+    if rule in OPENR:
         weight = math.log((parent_visits + c_base + 1) / c_base) + c
         return value + weight * prior * math.sqrt(parent_visits) / (visits + 1)
     if rule == "puct":
@@ -136,7 +146,7 @@ def selection_score(
 @strategy(MCTSParams)
 async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
     # The priors need the steps' log-probs (OpenR's and our PUCT); UCT's rules never read them.
-    search = Search(ctx, p, verifier=load_verifier(p.verifier), logprobs=p.selection in ("openr", "puct"))
+    search = Search(ctx, p, verifier=load_verifier(p.verifier), logprobs=p.selection in (*OPENR, "puct"))
     root = search.root
     visits: dict[int, int] = {}  # N
     total: dict[int, float] = {}  # W
@@ -145,7 +155,8 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
     rollouts: list[Node] = []
     waiting = LivePrefixes(search.tree)  # the open nodes not expanded yet: the search may expand them (KV stays live)
     valued = p.selection in FIRST_VALUED  # children scored as they are sampled: their value is their first Q
-    lazy = p.selection == "openr"  # OpenR expands a leaf when the walk comes back to it, not at its first visit
+    lazy = p.selection == "openr_simulate"  # OpenR's _simulate expands a leaf when the walk comes back to it
+    eager = p.selection == "openr"  # OpenR's vanila_mcts expands every leaf the walk reaches and walks on below
 
     async def expand(node: Node) -> list[Node]:  # step 0 and 3
         waiting.discard(node)  # being expanded: its prefix is counted as the request's own
@@ -197,7 +208,8 @@ async def mcts(problem: Problem, ctx: Context, p: MCTSParams) -> Answer:
         while True:
             node = path[-1]
             second_visit = lazy and node.id not in kids and node.id in visits and not node.terminal
-            if second_visit and not await expand(node):  # OpenR's: expand now, and the walk goes on below
+            reached = eager and node.id not in kids and not node.terminal
+            if (second_visit or reached) and not await expand(node):  # expand now, and the walk goes on below
                 stopped = True  # the budget ended inside the step
                 break
             if node.id not in kids:

@@ -495,3 +495,26 @@ def test_a_v3_generated_tests_run_resumes_with_the_test_counts_it_ran(select: st
     (run / CONFIG).write_text(json.dumps({**raw_config(run), "format": 4}), encoding="utf-8")
     with pytest.raises(RunDirError, match=r"cannot resume .* the run differs in params"):
         resume()
+
+
+def test_a_v3_mcts_run_of_openr_reads_and_resumes_as_openr_simulate(tmp_path: Path) -> None:
+    """Version 3's `selection=openr` (the default) was OpenR's `_simulate`; today's `openr` is `vanila_mcts`."""
+    run = tmp_path / "mcts"
+    ttscale.run(strategy="mcts", budget="300", task="arithmetic", limit=2, out=run, engine=SimulatedArithmeticPolicy(),
+                params={"verifier": "arithmetic", "simulations": "2", "selection": "openr_simulate"})
+    config = raw_config(run)
+    del config["spec"]["params"]["selection"]  # version 3's default, unnamed
+    config["identity"]["params"]["selection"] = "openr"
+    (run / CONFIG).write_text(json.dumps({**config, "format": 3}), encoding="utf-8")
+    lines = [{**r, "format": 3, "info": {**r["info"], "selection": "openr"}} for r in raw_lines(run)]
+    (run / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    read = RunDir(run).read_config()
+    assert read["spec"]["params"]["selection"] == read["identity"]["params"]["selection"] == "openr_simulate"
+    assert {r["info"]["selection"] for r in RunDir(run).records()} == {"openr_simulate"}
+    assert migrate_record({"format": 4, "strategy": "mcts", "info": {"selection": "openr"}}, where="x") == {
+        "strategy": "mcts", "info": {"selection": "openr"}}  # today's openr stays openr
+    spec = read["spec"]
+    NoGeneration.calls = 0
+    done = ttscale.run(strategy=spec["strategy"], budget=spec["budget"], task=spec["task"], limit=spec["limit"],
+                       params=spec["params"], seed=spec["seed"], out=run, engine=NoGeneration(seed=0))
+    assert done.summary["resumed"] is True and NoGeneration.calls == 0

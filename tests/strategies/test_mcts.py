@@ -169,9 +169,42 @@ def test_the_issues_hand_example_openr_picks_the_unvisited_child_our_puct_the_vi
     assert selection_score("llm_reasoners", q=0.6, prior=0.5, parent_visits=1, visits=1, c=1.0) == 0.6
 
 
-def test_openr_is_the_default_and_follows_its_reference_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Default selection (OpenR), k = 2. Mean log-probs A: −1, B: −0.2 → P(A) = .31, P(B) = .69; the root's children
-    # are scored as they are sampled: r(A) = .6, r(B) = .4 (their Q until visited).
+def test_openr_vanila_mcts_is_the_default_and_walks_every_simulation_to_a_finished_solution(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 61: OpenR's evaluated MCTS is `vanila_mcts` (tree.py:330-409): every open leaf the walk reaches is
+    # expanded at once and the walk goes on, so each simulation ends at a finished solution valued by its r.
+    # Default selection, k = 2, no log-probs (uniform priors ½); c(N) = ln((N + 19653)/19652) + 1.25.
+    # sim 1: N(root) = 0, no exploration: A .6 > B .4 → A, expanded → [A1 .85, A2 .2] → A1, expanded → [end7 .7,
+    #        end7 .7] → end7 (the first); v = .7.
+    # sim 2: N(root) = 1: A: .7 + 1.25005·½·1/2 = 1.0125 < B: .4 + 1.25005·½·1/1 = 1.0250 → B, expanded → [B1, B1]
+    #        (.8) → B1, expanded → [end5, end5] (1) → end5; v = 1.
+    # sim 3: √2: A: .7 + 1.2501·½·√2/2 = 1.1420 < B: 1 + 1.2501·½·√2/2 = 1.4420 → B; N(B) = 1: B1 (N = 1):
+    #        1 + 1.25005·½/2 = 1.3125 < B1' (unvisited): .8 + 1.25005·½ = 1.4250 → B1', expanded → end5''; v = 1.
+    # sim 4: √3: A: .7 + 1.25015·½·√3/2 = 1.2413 < B: 1 + 1.25015·½·√3/3 = 1.3609 → B; B1, B1' tie (1.4420) → B1;
+    #        end5 (N = 1): 1 + 1.25005·½/2 = 1.3125 < end5' (unvisited): 1 + 1.25005·½ = 1.625 → end5'; v = 1.
+    # OpenR's _simulate (selection=openr_simulate) stops each walk at an unvisited leaf instead: its root values
+    # differ on the same tree (the next test).
+    assert math.isclose(0.7 + 1.25005 * 0.5 / 2, 1.0125, abs_tol=1e-4)
+    assert math.isclose(0.4 + 1.25005 * 0.5, 1.0250, abs_tol=1e-4)
+    assert math.isclose(0.7 + 1.25015 * 0.5 * math.sqrt(3) / 2, 1.2413, abs_tol=1e-4)
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=4, expand=2)
+    assert expansions(engine) == [(), ("A",), ("A", "A1"), ("B",), ("B", "B1"), ("B", "B1")]
+    info = answer.info
+    assert info["selection"] == "openr" and info["root_visits"] == [1, 3]
+    assert info["root_values"] == [pytest.approx(0.7), pytest.approx(1.0)]
+    assert info["simulations"] == 4 and info["rollouts"] == 0
+    assert answer.prediction == "5" and (info["answer_depth"], info["answer_visits"]) == (3, 1)
+    # every child scored once, as it was sampled (six expansions of two); a finished leaf's value is that score
+    assert ledger["reward_evaluations"] == 12
+    # OpenR's _simulate on the same tree stops its walks at unvisited leaves: A .6 (sim 1), B .4 (sim 2), A again and
+    # expanded at its second visit → A1 .85 (sim 3), then A → A1 expanded → end7 .7 (sim 4): [(.6 + .85 + .7)/3, .4].
+    simulate, _, _ = run_scripted(monkeypatch, simulations=4, expand=2, selection="openr_simulate")
+    assert simulate.info["root_values"] == [pytest.approx((0.6 + 0.85 + 0.7) / 3, abs=1e-6), pytest.approx(0.4)]
+
+
+def test_openr_simulate_follows_its_reference_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    # selection=openr_simulate (OpenR's _simulate), k = 2. Mean log-probs A: −1, B: −0.2 → P(A) = .31,
+    # P(B) = .69; the root's children are scored as they are sampled: r(A) = .6, r(B) = .4 (their Q until visited).
     # sim 1: N(root) = 0, no exploration: A .6 > B .4 → A; v = r(A) = .6, not expanded (first visit).
     # sim 2: the issue's example: A .794 < B 1.263 → B; v = .4. N(root) = 2.
     # sim 3: c(2) = 1.25015, √2: A: .6 + 1.25015·.31·√2/2 = .8741 < B: .4 + 1.25015·.69·√2/2 = 1.0100 → B, visited:
@@ -185,11 +218,12 @@ def test_openr_is_the_default_and_follows_its_reference_by_hand(monkeypatch: pyt
     assert math.isclose(0.4 + 1.25015 * 0.69 * math.sqrt(2) / 2, 1.0100, abs_tol=1e-4)
     logprob = {"A": -1.0, "B": -0.2}
     assert math.isclose(math.exp(-0.2) / (math.exp(-1) + math.exp(-0.2)), 0.69, abs_tol=1e-3)
-    answer, ledger, engine = run_scripted(monkeypatch, simulations=5, expand=2, logprob=logprob)
+    answer, ledger, engine = run_scripted(monkeypatch, simulations=5, expand=2, logprob=logprob,
+                                          selection="openr_simulate")
     assert all(r["logprobs"] == 0 for r in engine.requests)  # the prior needs the log-probs
     assert expansions(engine) == [(), ("B",), ("B", "B1")]
     info = answer.info
-    assert info["selection"] == "openr" and info["root_visits"] == [1, 4]
+    assert info["selection"] == "openr_simulate" and info["root_visits"] == [1, 4]
     assert info["root_values"] == [pytest.approx(0.6), pytest.approx((0.4 + 0.8 + 0.8 + 1.0) / 4)]
     assert answer.prediction == "5" and (info["answer_depth"], info["answer_visits"]) == (3, 1)
     # every child scored once, as it was sampled (2 + 2 + 2); the leaves' values are those scores, not re-scored
@@ -268,6 +302,8 @@ def test_an_until_budget_search_stops_once_it_settles_on_finished_solutions(monk
 
 
 @pytest.mark.parametrize("mode", [{}, {"evaluation": "rollout"}, {"selection": "uct", "evaluation": "rollout"},
+                                  {"selection": "openr_simulate"},
+                                  {"selection": "openr_simulate", "evaluation": "rollout"},
                                   {"selection": "puct"}, {"selection": "uct"}, {"selection": "llm_reasoners"},
                                   {"final": "vote"}, {"final": "best_reward"}])
 def test_on_the_simulator_the_search_finds_the_answer_and_its_statistics_agree(mode: dict[str, str]) -> None:
@@ -284,7 +320,9 @@ def test_on_the_simulator_the_search_finds_the_answer_and_its_statistics_agree(m
         assert len(info["root_visits"]) == 4 and info["answer_visits"] <= max(info["root_visits"])
         assert tree["nodes"] == info["nodes"] + info["rollouts"]
         assert tree["expansion_requests"] == info["expanded"] + info["rollouts"]
-        if mode.get("evaluation") == "rollout":  # a rollout per open leaf, then its expansion (unless the budget ends)
+        if "selection" not in mode:  # OpenR's vanila_mcts: every walk ends at a finished solution (no rollout)
+            assert info["rollouts"] == 0 and info["terminal_nodes"] >= 1
+        elif mode.get("evaluation") == "rollout":  # a rollout per open leaf, then its expansion (unless budget ends)
             assert info["expanded"] - 1 <= info["rollouts"]
             # OpenR expands a leaf at its second visit: its rollouts (first visits) may outnumber the expansions
             assert mode.get("selection") != "uct" or info["rollouts"] <= info["expanded"]
@@ -360,7 +398,8 @@ def test_params_are_validated(raw: dict[str, str], message: str) -> None:
 
 
 def test_params_from_python_are_validated_too() -> None:
-    with pytest.raises(ValueError, match="selection must be openr, llm_reasoners, uct or puct, got 'ucb'"):
+    rules = "openr, openr_simulate, llm_reasoners, uct or puct"
+    with pytest.raises(ValueError, match=f"selection must be {rules}, got 'ucb'"):
         MCTSParams(selection="ucb")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="final must be most_visited, vote or best_reward, got 'best'"):
         MCTSParams(final="best")  # type: ignore[arg-type]
@@ -370,7 +409,8 @@ def test_params_from_python_are_validated_too() -> None:
     # The reference (OpenR) is the default, at its own constants; each rule's c is its reference's.
     assert (p.selection, p.evaluation, p.final, p.simulations, p.expand, p.c_puct, p.c, p.c_base) == (
         "openr", "verifier", "most_visited", None, 4, None, 1.25, 19652.0)
-    assert [MCTSParams(selection=rule).c for rule in ("llm_reasoners", "uct", "puct")] == [1.0, 1.0, 1.0]
+    assert [MCTSParams(selection=rule).c for rule in ("openr_simulate", "llm_reasoners", "uct", "puct")] == [
+        1.25, 1.0, 1.0, 1.0]
     assert MCTSParams(selection="uct", c_puct=2.0).c == 2.0
     assert MCTSParams(c_base=1.5).c_base == 1.5  # any base ≥ 1
 

@@ -51,6 +51,8 @@ Versions:
      8, now `max_tests=8` in `spec.params` (today's unset means CodeT's no cap); under `select=codemonkeys` the
      votes counted each distinct test once, now `test_weights="once"` in `spec.params` (today's unset counts every
      written test); `identity.params` gain `test_weights` (None under the other rules, which count once).
+   - an `mcts` run with `selection=openr` (its default) ran OpenR's `_simulate`, now `openr_simulate` in
+     `spec.params` and `identity.params` and its records' `info.selection` (today's `openr` is `vanila_mcts`).
    Versions 1 and 2 read so too.
 4. Today: `"format": 4` at the top of config.json and first in every record.
 
@@ -125,7 +127,7 @@ def migrate_config(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
     if found < 3:
         out = _sleep_time_config(_defaults_named(out))
     if found < 4:
-        out = _generated_tests_counts(out)
+        out = _mcts_openr_simulate(_generated_tests_counts(out))
     made_by_api = isinstance(out.get("command"), list) and out["command"][:1] == ["ttscale.run"]
     for part in ("identity", "spec"):
         section = out.get(part)
@@ -143,6 +145,8 @@ def migrate_record(data: Mapping[str, Any], *, where: str | Path) -> dict[str, A
     found = version(data, where=where)
     out = {k: v for k, v in data.items() if k != KEY}
     info = out.get("info")
+    if found < 4 and out.get("strategy") == "mcts" and isinstance(info, dict) and info.get("selection") == "openr":
+        out["info"] = info = {**info, "selection": "openr_simulate"}
     if found < 3 and out.get("strategy") == "generated_tests" and isinstance(info, dict):
         out["info"] = {**info, "select": _GENERATED_TESTS_SELECT.get(info.get("select"), info.get("select"))}
     if found < 3 and out.get("strategy") == "sleep_time" and isinstance(info, dict) and "rethink_passes" not in info:
@@ -203,6 +207,21 @@ def _generated_tests_counts(config: dict[str, Any]) -> dict[str, Any]:
     if params.get("select") == "codemonkeys" and "test_weights" not in given:
         given["test_weights"] = params["test_weights"] = "once"
     params.setdefault("test_weights", None)
+    return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
+
+
+def _mcts_openr_simulate(config: dict[str, Any]) -> dict[str, Any]:
+    """A version-3 mcts config whose `openr` rule was OpenR's `_simulate`, named `openr_simulate` (a new dict)."""
+    spec, identity = config.get("spec"), config.get("identity")
+    if not isinstance(spec, dict) or not isinstance(identity, dict):
+        return config
+    given, params = spec.get("params"), identity.get("params")
+    name = _STRATEGY_NAMES.get(str(identity.get("strategy", spec.get("strategy"))))
+    if name != "mcts" or not isinstance(given, dict) or not isinstance(params, dict):
+        return config
+    if (params["selection"] if "selection" in params else given.get("selection")) != "openr":
+        return config
+    given, params = {**given, "selection": "openr_simulate"}, {**params, "selection": "openr_simulate"}
     return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
 
 
