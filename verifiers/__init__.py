@@ -24,6 +24,7 @@ VERIFIERS.register("arithmetic", "ttscale.verifiers.arithmetic:ArithmeticVerifie
 VERIFIERS.register("noisy_oracle", "ttscale.verifiers.noisy_oracle:NoisyOracle", aliases=("oracle",))
 VERIFIERS.register("llm_judge", "ttscale.verifiers.llm_judge:LLMJudge", aliases=("judge",))
 VERIFIERS.register("genrm", "ttscale.verifiers.genrm:GenRM")
+VERIFIERS.register("grm", "ttscale.verifiers.grm:GRM", aliases=("deepseek_grm",))
 VERIFIERS.register("prm", "ttscale.verifiers.prm:PRM", aliases=("process_reward_model",))
 VERIFIERS.register("visible_tests", "ttscale.verifiers.visible_tests:VisibleTests", aliases=("doctests",))
 

@@ -83,3 +83,31 @@ def test_every_registered_strategy_is_covered() -> None:
         "particle_filter",
         "genrm",
     } <= set(NAMES)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    strategy=st.sampled_from(["best_of_n", "beam"]),
+    budget=st.integers(1, 4000),
+    samples=st.integers(1, 4),
+    verify_tokens=st.integers(1, 200),
+    meta=st.booleans(),
+    seed=st.integers(0, 10_000),
+    index=st.integers(0, 59),
+)
+def test_the_grm_verifier_keeps_the_budget_and_reports_every_token(
+    strategy: str, budget: int, samples: int, verify_tokens: int, meta: bool, seed: int, index: int
+) -> None:
+    """DeepSeek-GRM (issue 61) as the verifier of best-of-N and beam: its samples, and its meta RM's judgements, are
+    verifier work on the same ledger, within the same budget."""
+    fn = STRATEGIES.get(strategy)
+    spec = f"grm:samples={samples},max_tokens={verify_tokens}" + (",meta=llm_judge" if meta else "")
+    raw = {"verifier": spec, "max_tokens": "48"}
+    if strategy == "beam":
+        raw.update(step_tokens="16", n="2", width="2")
+    sim = SimulatedArithmeticPolicy(seed=seed)
+    ctx = make_context(sim, budget, problem_index=index)
+    asyncio.run(fn(ctx.problem, ctx, parse_params(params_class(fn), raw)))
+    ledger = ctx.ledger.to_dict()
+    assert ledger["spent"] <= budget and ledger["generated_tokens"] == sim.generated_tokens
+    assert ctx.ledger.reserved == 0
