@@ -177,9 +177,6 @@ def test_a_verdict_can_still_come_at_the_look_where_the_task_runs_out(tmp_path: 
     assert state["stopped"]["look"] == 2 and state["stopped"]["outcome"] != "continue"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 60: the look where the task runs out is read against that look's "
-                   "interim boundary c_k (2.96 here), not the boundary that spends the α left (≈ 1.96), so 14 of 14 "
-                   "pairs for A over the whole task read 'inconclusive'")
 def test_the_look_where_the_task_runs_out_spends_the_error_left(tmp_path: Path) -> None:
     # Look 1 (5 problems) spent P(Z1 ≥ c1) of the one-sided 2.5%; a final look may spend the rest, so its boundary c
     # satisfies P(Z1 < c1, Z2 ≥ c) = 0.025 − P(Z1 ≥ c1) ≤ P(Z2 ≥ c), i.e. c ≤ z_(1 − (0.025 − P(Z1 ≥ c1))) ≈ 1.96.
@@ -193,9 +190,6 @@ def test_the_look_where_the_task_runs_out_spends_the_error_left(tmp_path: Path) 
     assert state["stopped"]["outcome"] == "reproduced", state["stopped"]["why"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 60: a task that ends exactly at a look (10 problems, looks at 10, 20, "
-                   "...) is not stopped there: the next look reads the same 10 problems again against a lower "
-                   "boundary, and decides on data the look before it had found undecided")
 def test_a_task_that_ends_at_a_look_stops_at_that_look(tmp_path: Path) -> None:
     _, state = until_decided(tmp_path, APART, "better:0", cap=40, batch=10, task="arithmetic:1", per_level=10)
     assert all(len(rows) == 10 for rows in records(tmp_path / "cmp").values())

@@ -140,7 +140,8 @@ async def run(spec: SweepSpec, root: str | Path, state: dict[str, Any], *, engin
     return state
 
 
-def _ids(spec: SweepSpec, root: str | Path, n: int) -> list[str]:
+def _ids(spec: SweepSpec, root: str | Path, n: int | None = None) -> list[str]:
+    """The ids of the task's first `n` problems (None: all of them), in the task's order."""
     from ttscale.sweeps.run import prepare_cell
 
     return [p.id for p in prepare_cell(spec, spec.cells()[0], root).problems[:n]]
@@ -159,7 +160,8 @@ def look(spec: SweepSpec, root: str | Path, state: dict[str, Any], index: int) -
     from ttscale.sweeps import cell_dir
 
     plan = plan_of(state)
-    ids = set(_ids(spec, root, plan.looks[index]))
+    every = _ids(spec, root)
+    ids = set(every[: plan.looks[index]])
     # Arms by grid entry (each strategy as given), keyed as compare pairs them: (problem id, run seed).
     arms: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
     for cell in spec.cells():
@@ -169,19 +171,22 @@ def look(spec: SweepSpec, root: str | Path, state: dict[str, Any], index: int) -
     state["arms"] = [name_a, name_b]
     paired, _, excluded = pair_records(a, b)
     rows = [[(float(bool(x.get("correct"))), float(bool(y.get("correct")))) for x, y in v] for v in paired.values()]
-    # The task may hold fewer problems than the look asks for: that look is then the last.
-    read = read_look(plan, index, rows, problems=len(ids), names=(name_a, name_b))
+    # The task may hold no more problems than the look asks for: that look is then the last.
+    read = read_look(plan, index, rows, problems=len(ids), names=(name_a, name_b), task_problems=len(every))
     return {**read, "excluded": excluded}
 
 
 def read_look(plan: SequentialPlan, index: int, rows: list[list[tuple[float, float]]], *, problems: int,
-              names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+              names: tuple[str, str] = ("A", "B"), task_problems: int | None = None) -> dict[str, Any]:
     """Look `index` (0-based) of `plan` on `rows` (per problem, its pairs of right/wrong outcomes of A and B) from
-    `problems` problems (fewer than the look's size: the task ran out, and this look is the last)."""
+    `problems` problems. A look that reads the task's last problem before the cap (fewer problems than the look's
+    size, or all `task_problems` the task has) is the last, and its boundary spends all the error left."""
     from ttscale.stats.proportions import paired_proportions
 
-    last = index == len(plan.looks) - 1 or problems < plan.looks[index]
-    z = float(plan.critical_values()[index])
+    ran_out = problems < plan.looks[index] or (task_problems is not None and problems >= task_problems)
+    early = ran_out and problems < plan.max_problems
+    last = index == len(plan.looks) - 1 or early
+    z = plan.critical_at_end(index, problems) if early else float(plan.critical_values()[index])
     read: dict[str, Any] = {"look": index + 1, "problems": problems, "paired_problems": len(rows),
                             "critical": round(z, 4)}
     if not rows:
@@ -199,12 +204,13 @@ def read_look(plan: SequentialPlan, index: int, rows: list[list[tuple[float, flo
                 only_b=found.only_b, design_effect=design, statistic=statistic, outcome=result)
     shown = ", ".join(f"{k} = {v:.2f}" for k, v in statistic.items())
     where = f"look {index + 1} of {len(plan.looks)} at {problems} problems ({found.pairs} pairs)"
+    if early:  # the boundary spent the error left: say why this look is the last
+        where += f", the task's last problem (it has {problems}, the cap was {plan.max_problems})"
     if result == "continue":
         read["why"] = f"{where}: {shown} inside ±{z:.2f}"
     elif result == "inconclusive":
-        cap = ("the cap" if problems == plan.max_problems
-               else f"the task's last problem (it has {problems}, the cap was {plan.max_problems})")
-        read["why"] = f"{where}, {cap}: {shown} inside ±{z:.2f}, no verdict either way"
+        cap = ", the cap" if problems == plan.max_problems else ""
+        read["why"] = f"{where}{cap}: {shown} inside ±{z:.2f}, no verdict either way"
     else:
         read["why"] = f"{where}: {shown} crossed the boundary ±{z:.2f}: {names[0]} vs {names[1]}, " \
                       f"{claim.text()} {result}"

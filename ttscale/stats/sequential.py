@@ -46,9 +46,11 @@ def spent(tau: float, alpha: float, kind: Spending = "obrien_fleming") -> float:
 
 
 def boundaries(fractions: Sequence[float], *, alpha: float = ALPHA / 2, kind: Spending = "obrien_fleming",
-               step: float = 0.005) -> np.ndarray:
+               step: float = 0.005, spend_rest: bool = False) -> np.ndarray:
     """One-sided critical values c_k for looks at information fractions 0 < τ_1 < ... < τ_K = 1 that spend
-    α*(τ) (`spent`) in all: P(Z_k ≥ c_k for some k) = α under the null."""
+    α*(τ) (`spent`) in all: P(Z_k ≥ c_k for some k) = α under the null. `spend_rest`: the last look spends all the
+    error the others left, α − α*(τ_{K−1}), whatever its τ_K (a final look that came before τ = 1: the task ran
+    out), as Lan and DeMets' spending does at a final analysis with less information than planned."""
     taus = [float(t) for t in fractions]
     if not taus or any(b <= a for a, b in itertools.pairwise(taus)) or taus[0] <= 0 or taus[-1] > 1:
         raise ValueError(f"information fractions must increase in (0, 1], got {taus}")
@@ -61,8 +63,9 @@ def boundaries(fractions: Sequence[float], *, alpha: float = ALPHA / 2, kind: Sp
     out, used = [], 0.0
     density = None
     previous = 0.0
-    for tau in taus:
-        budget = spent(tau, alpha, kind) - used
+    for position, tau in enumerate(taus):
+        final = spend_rest and position == len(taus) - 1
+        budget = (alpha if final else spent(tau, alpha, kind)) - used
         delta = tau - previous
         if density is None:
             c = float(_NORMAL.inv_cdf(1 - budget)) if budget > 0 else math.inf
@@ -124,6 +127,13 @@ class SequentialPlan:
 
     def critical_values(self) -> np.ndarray:
         return boundaries([n / self.max_problems for n in self.looks], alpha=self.alpha / 2, kind=self.spending)
+
+    def critical_at_end(self, look: int, problems: int) -> float:
+        """The boundary of look `look` (0-based) made the last by the task running out at `problems` (fewer than
+        the cap): the earlier looks' boundaries as planned, and this one spending all the error they left."""
+        taken = [n / self.max_problems for n in self.looks[:look] if n < problems]
+        fractions = [*taken, problems / self.max_problems]
+        return float(boundaries(fractions, alpha=self.alpha / 2, kind=self.spending, spend_rest=True)[-1])
 
     def decide(self, look: int, b: np.ndarray, c: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         """The outcome at look `look` (0-based) of (b, c, pairs) already divided by the design effect: arrays of
