@@ -72,3 +72,16 @@ def test_a_value_that_is_not_one_number_is_named_in_the_error(text: str, shown: 
     with pytest.raises(ValueError) as caught:
         parse_claim(text)
     assert str(caught.value) == f"claim {text!r}: {shown!r} is not a number; give {ALLOWED}"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("better:100", "better's threshold must be in (-100, 100) points, got 100"),
+     ("better:-150", "better's threshold must be in (-100, 100) points, got -150"),
+     ("equal:0", "equal's margin must be in (0, 100) points, got 0"),
+     ("not-worse:100", "not-worse's margin must be in (0, 100) points, got 100")],
+)
+def test_a_value_out_of_range_is_named_in_the_points_it_was_written_in(text: str, said: str) -> None:
+    # It said "must be in (-1, 1) (a proportion ...), got 1.0" for better:100, which the user wrote in points.
+    with pytest.raises(ValueError, match=re.escape(f"claim {text!r}: {said}; give ")):
+        parse_claim(text)

@@ -34,6 +34,13 @@ def parse_claim(text: str, *, ratio: bool = True, what: str | None = None) -> Cl
         number = float(value)
     except ValueError:
         raise ValueError(f"{head}claim {text!r}: {value.strip()!r} is not a number; give {allowed}") from None
+    # In the points the claim was written in (Claim's own bounds are proportions: 0.05 = 5 points).
+    if name == "better" and not -100 < number < 100:
+        raise ValueError(f"{head}claim {text!r}: better's threshold must be in (-100, 100) points, got {number:g}; "
+                         f"give {allowed}")
+    if name in ("equal", "not_worse") and not 0 < number < 100:
+        raise ValueError(f"{head}claim {text!r}: {kind.strip()}'s margin must be in (0, 100) points, got {number:g}; "
+                         f"give {allowed}")
     try:
         return Claim(kind=name, value=number if name == "ratio" else number / 100)  # type: ignore[arg-type]
     except ValueError as exc:
