@@ -104,8 +104,8 @@ def test_one_grammar_serves_plan_and_until_decided() -> None:
     assert message == ("--until-decided: 'ratio:1.5' is a cost ratio, which has no sequential boundary here; "
                        "give better:T, equal:M or not-worse:M (points; better:0 = the first strategy more accurate)")
     assert "\n" not in message
-    with pytest.raises(ValueError, match=r"^claim 'equal:0': equal's margin must be in \(0, 1\).*; give better:T, "
-                                         r"equal:M, not-worse:M \(points\) or ratio:H \(times\)$"):
+    with pytest.raises(ValueError, match=r"^claim 'equal:0': equal's margin must be in \(0, 100\) points, got 0; "
+                                         r"give better:T, equal:M, not-worse:M \(points\) or ratio:H \(times\)$"):
         parse_claim("equal:0")
     with pytest.raises(ValueError, match=r"^'faster:2' is not a claim it can test; give better:T, equal:M, "
                                          r"not-worse:M \(points\) or ratio:H"):
@@ -122,7 +122,7 @@ def test_the_cli_prints_a_plan_and_refuses_bad_input(pilot: Path, tmp_path: Path
     bad = [
         (["plan", str(tmp_path / "missing")], "does not exist"),
         (["plan", str(pilot), "--claim", "worse:1"], "give better:T, equal:M, not-worse:M (points) or ratio:H"),
-        (["plan", str(pilot), "--claim", "equal:0"], "equal's margin must be in (0, 1)"),
+        (["plan", str(pilot), "--claim", "equal:0"], "equal's margin must be in (0, 100) points, got 0"),
         (["plan", str(pilot), "--claim", "equal:x"], "'x' is not a number"),
         (["plan", "--claim", "better:0"], "give difference (or accuracy_a and accuracy_b) and discordance"),
         (["plan", "--difference", "500", "--discordance", "10"], "--difference is in points or percent"),

@@ -119,7 +119,7 @@ def test_the_fixed_size_plan_decides_either_way_and_none_on_the_line() -> None:
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"until_decided": "ratio:1.5"}, "until_decided: 'ratio:1.5' is a cost ratio, which has no sequential boundary "
                                      "here; give better:T, equal:M or not-worse:M"),
-    ({"until_decided": "equal:0"}, "equal's margin must be in (0, 1)"),
+    ({"until_decided": "equal:0"}, "equal's margin must be in (0, 100) points, got 0"),
     ({"until_decided": "better:0", "limit": 5}, "until_decided runs up to max_problems, not limit"),
     ({"until_decided": "better:0", "max_problems": 1}, "max_problems must be a whole number ≥ 2, got 1"),
     ({"until_decided": "better:0", "max_problems": 20, "batch": 30}, "batch must be ≤ max_problems (20), got 30"),

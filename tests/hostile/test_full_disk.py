@@ -91,7 +91,7 @@ def test_an_append_cut_short_by_a_full_disk_leaves_nothing_behind_when_space_ret
             run.append({{"id": "d"}})
     """)
     assert "ERROR" in done.stdout, done.stdout
-    assert (tmp_path / RESULTS).read_text() == '{"format": 3, "id": "a"}\n{"format": 3, "id": "d"}\n'
+    assert (tmp_path / RESULTS).read_text() == '{"format": 4, "id": "a"}\n{"format": 4, "id": "d"}\n'
     assert [r["id"] for r in RunDir(tmp_path).records()] == ["a", "d"]
 
 

@@ -121,7 +121,7 @@ def test_a_last_record_without_its_newline_is_a_record_and_gets_its_newline_on_r
     with run_dir.open_for_writing():
         assert run_dir.finished_ids() == {"a", "b"}
         run_dir.append({"id": "c"})
-    assert (tmp_path / RESULTS).read_text() == '{"id": "a"}\n{"id": "b", "answer": "7"}\n{"format": 3, "id": "c"}\n'
+    assert (tmp_path / RESULTS).read_text() == '{"id": "a"}\n{"id": "b", "answer": "7"}\n{"format": 4, "id": "c"}\n'
     (tmp_path / RESULTS).write_text('{"id": "a"}\n{"id": "b", "answer": "7"')  # does not parse: torn
     assert RunDir(tmp_path).finished_ids() == {"a"} and RunDir(tmp_path).torn_tail()
 

@@ -39,7 +39,7 @@ def test_bad_params_are_refused_clearly(raw: dict[str, str], message: str) -> No
         ("deepconf", "mode", "'offline', 'online'"),
         ("mcts", "final", "'most_visited', 'vote', 'best_reward'"),
         ("generated_tests", "select", "'codemonkeys', 'tests_passed', 'codet', 'codet_paper'"),
-        ("mcts", "selection", "'openr', 'llm_reasoners', 'uct', 'puct'"),
+        ("mcts", "selection", "'openr', 'openr_simulate', 'llm_reasoners', 'uct', 'puct'"),
     ],
 )
 def test_a_value_a_literal_parameter_does_not_take_is_refused_with_the_values_it_does(
