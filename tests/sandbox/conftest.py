@@ -21,7 +21,7 @@ MARKER = "ttscale-sandbox"
 SQUARE_TEST = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(5) == 25\n"
 SQUARE = "def solve(x):\n    return x * x\n"
 WRONG = "def solve(x):\n    return x\n"
-TEST_LIMITS = Limits(wall_seconds=2.0, cpu_seconds=1.0, memory_mib=512, processes=8, output_kib=16)
+TEST_LIMITS = Limits(wall_seconds=5.0, cpu_seconds=1.0, memory_mib=512, processes=8, output_kib=16)
 
 
 SESSION = f"{os.getpid()}-{time.time_ns()}"
