@@ -192,37 +192,45 @@ def _defaults_named(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
 
 
-def _generated_tests_counts(config: dict[str, Any]) -> dict[str, Any]:
-    """A version-3 generated_tests config with the test counts it ran named (a new dict; others as they are)."""
+def _strategy_params(config: dict[str, Any], strategy: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Copies of (spec.params, identity.params) of a config of `strategy`; None for another strategy or shape."""
     spec, identity = config.get("spec"), config.get("identity")
     if not isinstance(spec, dict) or not isinstance(identity, dict):
-        return config
+        return None
     given, params = spec.get("params"), identity.get("params")
     name = _STRATEGY_NAMES.get(str(identity.get("strategy", spec.get("strategy"))))
-    if name != "generated_tests" or not isinstance(given, dict) or not isinstance(params, dict):
+    if name != strategy or not isinstance(given, dict) or not isinstance(params, dict):
+        return None
+    return dict(given), dict(params)
+
+
+def _with_params(config: dict[str, Any], given: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    return {**config, "spec": {**config["spec"], "params": given}, "identity": {**config["identity"], "params": params}}
+
+
+def _generated_tests_counts(config: dict[str, Any]) -> dict[str, Any]:
+    """A version-3 generated_tests config with the test counts it ran named (a new dict; others as they are)."""
+    found = _strategy_params(config, "generated_tests")
+    if found is None:
         return config
-    given, params = dict(given), dict(params)
+    given, params = found
     if params.get("select") == "codet" and "max_tests" not in given:
         given["max_tests"] = params["max_tests"] = 8
     if params.get("select") == "codemonkeys" and "test_weights" not in given:
         given["test_weights"] = params["test_weights"] = "once"
     params.setdefault("test_weights", None)
-    return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
+    return _with_params(config, given, params)
 
 
 def _mcts_openr_simulate(config: dict[str, Any]) -> dict[str, Any]:
     """A version-3 mcts config whose `openr` rule was OpenR's `_simulate`, named `openr_simulate` (a new dict)."""
-    spec, identity = config.get("spec"), config.get("identity")
-    if not isinstance(spec, dict) or not isinstance(identity, dict):
+    found = _strategy_params(config, "mcts")
+    if found is None:
         return config
-    given, params = spec.get("params"), identity.get("params")
-    name = _STRATEGY_NAMES.get(str(identity.get("strategy", spec.get("strategy"))))
-    if name != "mcts" or not isinstance(given, dict) or not isinstance(params, dict):
-        return config
+    given, params = found
     if (params["selection"] if "selection" in params else given.get("selection")) != "openr":
         return config
-    given, params = {**given, "selection": "openr_simulate"}, {**params, "selection": "openr_simulate"}
-    return {**config, "spec": {**spec, "params": given}, "identity": {**identity, "params": params}}
+    return _with_params(config, {**given, "selection": "openr_simulate"}, {**params, "selection": "openr_simulate"})
 
 
 SLEEP_TIME_BEFORE_3 = {"test_time": "vote", "verbosity": 0, "rethinks": 1, "memory_chars": None}
