@@ -29,7 +29,7 @@ from typing import ClassVar, Literal
 from ttscale.kit.context import Context
 from ttscale.kit.params import check_positive, check_range
 from ttscale.schema import Completion, SamplingParams
-from ttscale.verifiers.judging import TOP_K, yes_probability
+from ttscale.verifiers.judging import TOP_K, steps_as_outcomes, yes_probability
 
 QUESTION = "Is the answer correct (Yes/No)?"
 VERIFY = (
@@ -124,9 +124,7 @@ class GenRM:
 
     async def score_steps(self, ctx: Context, candidates: Sequence[Sequence[str]]) -> list[list[float]]:
         # A generative verifier judges whole solutions; each step gets the verdict on the path so far.
-        paths = ["\n\n".join(steps[: i + 1]) for steps in candidates for i in range(len(steps))]
-        flat = iter(await self.score_outcomes(ctx, paths))
-        return [[next(flat) for _ in steps] for steps in candidates]
+        return await steps_as_outcomes(self, ctx, candidates)
 
     def score(self, verdicts: Sequence[Verdict]) -> float:
         """The mean of the readable verdicts; `default` (0) when none is readable or no chain was generated.

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from ttscale.kit.context import Context
 from ttscale.kit.params import check_positive, check_range
 from ttscale.schema import SamplingParams
+from ttscale.verifiers.judging import steps_as_outcomes
 
 JUDGE = (
     "You judge the quality of {count} response(s) to a query.\n\nQuery:\n{question}\n\n{responses}\n\n"
@@ -114,9 +115,7 @@ class GRM:
 
     async def score_steps(self, ctx: Context, candidates: Sequence[Sequence[str]]) -> list[list[float]]:
         # A generative RM judges whole responses; each step gets the judgement of the path so far.
-        paths = ["\n\n".join(steps[: i + 1]) for steps in candidates for i in range(len(steps))]
-        flat = iter(await self.score_outcomes(ctx, paths))
-        return [[next(flat) for _ in steps] for steps in candidates]
+        return await steps_as_outcomes(self, ctx, candidates)
 
     async def _score_group(self, ctx: Context, responses: list[str]) -> list[float]:
         count = len(responses)

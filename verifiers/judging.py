@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ttscale.kit.context import Context
 from ttscale.schema import SamplingParams
@@ -46,3 +47,12 @@ async def judge(ctx: Context, prompt: Sequence[int], *, default: float = 0.5) ->
     top = generation.completions[0].top_logprobs
     p = yes_probability(top[0]) if top else None
     return default if p is None else p
+
+
+async def steps_as_outcomes(verifier: Any, ctx: Context, candidates: Sequence[Sequence[str]]) -> list[list[float]]:
+    """Step scores from a verifier that judges whole solutions: each step gets the outcome score of the path so far
+    (one `score_outcomes` call for every prefix of every candidate)."""
+    paths = ["\n\n".join(steps[: i + 1]) for steps in candidates for i in range(len(steps))]
+    flat = iter(await verifier.score_outcomes(ctx, paths))
+    return [[next(flat) for _ in steps] for steps in candidates]
+
