@@ -1,12 +1,13 @@
-"""README's fenced blocks as test cases: each shell command and Python block, named, shrunk for the suite.
+"""README's and the docs pages' fenced blocks as test cases: each shell command and Python block, named, shrunk for
+the suite.
 
 The switch: `TTSCALE_README_SMALL` (default 1, as `make test` runs it) shrinks what a command runs, never what it
 means: `--limit` (or `--max-problems`) to a few problems (added where a command runs the whole task), repeats,
 trials and held-out pools to a few, the Python block's `limit=` likewise; on the real engine, budgets too
 (`--budget` 1k, the Python block's a quarter). `TTSCALE_README_SMALL=0` runs README as written (hours on a CPU).
 A command is named `<heading>.<block>-<k>-<words>` (the heading above it, its block's place under the heading, its
-place in the block, its first words), so
-a skip or an expected failure is declared by name, next to why.
+place in the block, its first words), and a docs page's `<page>/<heading>...` (`how-to/extend/writing-a-strategy.1`:
+the page's path under docs/ without `.md`), so a skip or an expected failure is declared by name, next to why.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
 SMALL = os.environ.get("TTSCALE_README_SMALL", "1") != "0"
 #: Problems per command under the switch (a sweep's policy needs more: its bins are quantiles).
 LIMIT = 3
 #: Per command: the limit it runs with under the switch, where LIMIT is too few for what it computes.
-LIMITS = {"using-it.2-1-ttscale-sweep": 10, "using-it.2-3-ttscale-run": 10, "using-it.2-4-ttscale-run": 10}
+ROUTING = "how-to/sweep-fit-policy/compute-optimal-routing.1"
+LIMITS = {f"{ROUTING}-1-ttscale-sweep": 10, f"{ROUTING}-3-ttscale-run": 10, f"{ROUTING}-4-ttscale-run": 10}
 #: Flags shrunk under the switch, to at most this value.
 CAPS = {"--repeats": 2, "--trials": 2, "--holdout": 8, "--max-problems": 4}
 #: Commands whose run covers the whole task unless given --limit (under the switch they get one).
@@ -31,13 +34,15 @@ RUNS_A_TASK = {"run", "compare", "sweep", "allocate"}
 
 @dataclass(frozen=True)
 class Block:
-    """A fenced block of README: its language, the section it is under, its text and the line it starts on."""
+    """A fenced block of README or a docs page: its language, the section it is under, its text, the line it starts
+    on and the page (`README.md`, `docs/how-to/extend.md`)."""
 
     language: str
     section: str
     """`<heading>.<k>`: the slug of the heading above it and its place under that heading."""
     text: str
     line: int
+    page: str = "README.md"
 
 
 @dataclass
@@ -51,15 +56,33 @@ class Command:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def blocks(text: str | None = None) -> list[Block]:
-    """Every fenced block (```bash, ```python, indented ones in list items too), with the heading above it."""
-    text = README.read_text(encoding="utf-8") if text is None else text
-    found, section, lines = [], "intro", text.splitlines()
+def pages() -> list[Path]:
+    """README and every page of docs/, in a fixed order: what the suite runs the blocks of."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def page_name(path: Path) -> str:
+    """The prefix of a docs page's block names (`how-to/extend/`); README's have none (their names predate docs/)."""
+    return "" if path == README else path.relative_to(DOCS).with_suffix("").as_posix() + "/"
+
+
+def corpus() -> str:
+    """README and the docs pages as one text: what the tests that hold the documentation to a fact search."""
+    return "\n\n".join(path.read_text(encoding="utf-8") for path in pages())
+
+
+def blocks(text: str | None = None, *, page: Path = README) -> list[Block]:
+    """Every fenced block (```bash, ```python, indented ones in list items too), with the heading above it; without
+    `text`, those of README and of every docs page."""
+    if text is None:
+        return [block for path in pages() for block in blocks(path.read_text(encoding="utf-8"), page=path)]
+    prefix, where = page_name(page), page.relative_to(README.parent).as_posix()
+    found, section, lines = [], prefix + "intro", text.splitlines()
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
         if lines[i].startswith("#") and not lines[i].startswith("#!"):
-            section = _slug(lines[i].lstrip("#"))
+            section = prefix + _slug(lines[i].lstrip("#"))
         elif stripped.startswith("```") and stripped != "```":
             indent = len(lines[i]) - len(lines[i].lstrip())
             language, start, body = stripped[3:].strip(), i + 1, []
@@ -68,7 +91,7 @@ def blocks(text: str | None = None) -> list[Block]:
                 body.append(lines[i][indent:])
                 i += 1
             k = 1 + sum(b.section.rpartition(".")[0] == section for b in found)
-            found.append(Block(language, f"{section}.{k}", "\n".join(body) + "\n", start))
+            found.append(Block(language, f"{section}.{k}", "\n".join(body) + "\n", start, where))
         i += 1
     return found
 
@@ -129,4 +152,5 @@ def shrink_python(source: str) -> str:
     return re.sub(r'"(\d+)k"', lambda m: f'"{int(m.group(1)) * 250}"', source)
 
 
-__all__ = ["LIMIT", "README", "SMALL", "Block", "Command", "blocks", "commands", "shrink", "shrink_python"]
+__all__ = ["DOCS", "LIMIT", "README", "ROUTING", "SMALL", "Block", "Command", "blocks", "commands", "corpus", "pages",
+           "shrink", "shrink_python"]

@@ -1,5 +1,6 @@
-"""README is tested: every fenced shell command and Python block runs here, as written or shrunk by the switch
-(`TTSCALE_README_SMALL`, tests/readme_blocks.py), and what README says of the CLI's help is what the help says.
+"""README and the docs are tested: every fenced shell command and Python block of README.md and of each page of docs/
+runs here, as written or shrunk by the switch (`TTSCALE_README_SMALL`, tests/readme_blocks.py), and what they say of
+the CLI's help is what the help says.
 
 Where each runs:
 - commands that need only the CLI surface (parsing, checks, run directories, tables, resume, report, fit) run
@@ -9,7 +10,8 @@ Where each runs:
   (tests/conftest.py's `api_engine`): no engine start of their own;
 - GPU-only and hub-only commands, and the two that set up or are the suite, are skipped by name below, with why.
 
-Commands of one block run in order in one folder (a block's later commands read what its earlier ones wrote).
+Commands of one block run in order in one folder (a block's later commands read what its earlier ones wrote). A docs
+page's commands are named with its path (`getting-started/using-it.1-1-source`, tests/readme_blocks.py).
 """
 
 from __future__ import annotations
@@ -27,17 +29,31 @@ from typing import Any
 
 import pytest
 
-from tests.readme_blocks import LIMIT, README, SMALL, Block, Command, blocks, commands, shrink, shrink_python
+from tests.readme_blocks import (
+    LIMIT,
+    README,
+    ROUTING,
+    SMALL,
+    Block,
+    Command,
+    blocks,
+    commands,
+    corpus,
+    shrink,
+    shrink_python,
+)
 
 REPO = README.parent
 
 #: Commands not run, by name (fnmatch patterns), and why.
 SKIP = {
     "ttscale.1-2-make-test": "the suite itself: `make test` runs this file",
-    "using-it.1-1-source": "a shell's activation; the suite runs in the venv already",
-    "using-it.1-9-ttscale-run": "needs a local model folder ~/models/Qwen2.5-1.5B-Instruct (hub-only here)",
-    "using-it.4-*": "GPU-only: Qwen3-1.7B from the hub on vLLM's CUDA build",
-    "using-it.5-*": "GPU-only: Qwen2.5-Math-1.5B and a 7B PRM from the hub on one 80 GB GPU",
+    "getting-started/using-it.1-1-source": "a shell's activation; the suite runs in the venv already",
+    "getting-started/using-it.1-9-ttscale-run":
+        "needs a local model folder ~/models/Qwen2.5-1.5B-Instruct (hub-only here)",
+    "how-to/sweep-fit-policy/thinking-budgets-on.1-*": "GPU-only: Qwen3-1.7B from the hub on vLLM's CUDA build",
+    "how-to/served-model-and-ray/a-prm-beside.1-*":
+        "GPU-only: Qwen2.5-Math-1.5B and a 7B PRM from the hub on one 80 GB GPU",
 }
 #: Commands that fail on this branch only because of an item another branch fixes (the lead removes the mark).
 XFAIL = {
@@ -46,7 +62,8 @@ XFAIL = {
 REAL = {"ttscale.1-1-make-demo"}
 #: Python blocks that are excerpts of a file (`...` bodies, names defined elsewhere): compiled and their imports
 #: run, not executed.
-EXCERPTS = {"writing-a-strategy.1", "writing-a-strategy.2", "writing-a-strategy.3"}
+EXCERPTS = {"how-to/extend/writing-a-strategy.1", "how-to/extend/writing-a-strategy.2",
+            "how-to/extend/writing-a-strategy.3"}
 
 SHELL = [block for block in blocks() if block.language == "bash"]
 PYTHON = [block for block in blocks() if block.language == "python"]
@@ -77,14 +94,14 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _folder(folders: dict[str, Path], block: Block, factory: pytest.TempPathFactory) -> Path:
     if block.section not in folders:
-        folder = factory.mktemp(block.section)
+        folder = factory.mktemp(block.section.replace("/", "-"))  # a docs page's path is not a folder
         _users_files(folder)
         folders[block.section] = folder
     return folders[block.section]
 
 
 def _users_files(folder: Path) -> None:
-    """What README tells the user to have: HumanEval's file, and `my_tasks.jsonl` with README's own example line."""
+    """What the docs tell the user to have: HumanEval's file, and `my_tasks.jsonl` with the docs' own example line."""
     shared = REPO.parent / "shared" / "data"
     if (shared / "humaneval" / "HumanEval.jsonl.gz").is_file():
         shutil.copyfile(shared / "humaneval" / "HumanEval.jsonl.gz", folder / "HumanEval.jsonl.gz")
@@ -92,9 +109,9 @@ def _users_files(folder: Path) -> None:
 
 
 def _readme_code_task() -> dict[str, Any]:
-    """The `code_jsonl` line README shows (wrapped over two lines there)."""
-    found = re.search(r'`(\{"id": "add-1".*?\})`', README.read_text(encoding="utf-8"), re.S)
-    assert found, "README no longer shows a code_jsonl example line"
+    """The `code_jsonl` line the docs show (wrapped over two lines there)."""
+    found = re.search(r'`(\{"id": "add-1".*?\})`', corpus(), re.S)
+    assert found, "README and the docs no longer show a code_jsonl example line"
     return json.loads(" ".join(found.group(1).split("\n")))  # type: ignore[no-any-return]
 
 
@@ -163,7 +180,8 @@ def test_readme_command(block: Block, command: Command, folders: dict[str, Path]
                         capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> None:
     from ttscale.cli import main
 
-    assert command.argv[0] in ("ttscale", "make"), f"README line {command.line}: an unknown command {command.source}"
+    where = f"{block.page} line {command.line}"
+    assert command.argv[0] in ("ttscale", "make"), f"{where}: an unknown command {command.source}"
     monkeypatch.chdir(_folder(folders, block, tmp_path_factory))
     shared = REPO.parent / "shared" / "data"
     if shared.is_dir():  # a user's local copies (README: `--data-dir` or TTSCALE_DATA_DIR), never the hub
@@ -179,7 +197,7 @@ def test_readme_command(block: Block, command: Command, folders: dict[str, Path]
     with engines:
         code = main(argv[1:])
     err = capsys.readouterr().err
-    assert code == 0, f"README line {command.line}: `{command.source}` exited {code}:\n{err[-2000:]}"
+    assert code == 0, f"{where}: `{command.source}` exited {code}:\n{err[-2000:]}"
     assert "Traceback" not in err
 
 
@@ -195,9 +213,9 @@ def test_readme_tests_the_adaptive_policy_on_problems_its_sweep_never_saw(folder
     # Issue 49: README's example ran the learned policy on the problems it was learned from, with no word of it.
     from ttscale.evals import load_task
 
-    if "using-it.2" not in folders:
+    if ROUTING not in folders:
         pytest.skip("the routing block did not run (run the whole file)")
-    folder = folders["using-it.2"]
+    folder = folders[ROUTING]
     sweep = json.loads((folder / "sweeps" / "s1" / "sweep.json").read_text())["spec"]
     runs = [json.loads(c.read_text()) for c in sorted((folder / "runs").glob("*/config.json"))]
     adaptive = [c["spec"] for c in runs if c["spec"]["strategy"] == "adaptive"]
@@ -215,15 +233,15 @@ def test_readme_python_block(block: Block, api_engine: Any, tmp_path: Path, monk
     source = shrink_python(block.text)
     with _session_engine(monkeypatch, api_engine):
         namespace: dict[str, Any] = {"__name__": "__main__"}
-        exec(compile(source, f"README.md:{block.line}", "exec"), namespace)
+        exec(compile(source, f"{block.page}:{block.line}", "exec"), namespace)
     assert (tmp_path / "report.html").is_file() and len(namespace["frame"]) > 0
 
 
 @pytest.mark.parametrize("block", [b for b in PYTHON if b.section in EXCERPTS], ids=lambda b: b.section)
 def test_readme_excerpt_compiles_and_its_imports_exist(block: Block) -> None:
-    tree = ast.parse(block.text, f"README.md:{block.line}")
+    tree = ast.parse(block.text, f"{block.page}:{block.line}")
     imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    exec(compile(ast.Module(body=imports, type_ignores=[]), "README.md", "exec"), {})
+    exec(compile(ast.Module(body=imports, type_ignores=[]), block.page, "exec"), {})
 
 
 def test_every_declared_name_is_a_readme_command() -> None:
@@ -231,7 +249,7 @@ def test_every_declared_name_is_a_readme_command() -> None:
     names = [command.name for _, command in COMMANDS]
     for table in (SKIP, XFAIL):
         for pattern in table:
-            assert any(fnmatch.fnmatchcase(name, pattern) for name in names), f"{pattern} names no README command"
+            assert any(fnmatch.fnmatchcase(name, pattern) for name in names), f"{pattern} names no documented command"
     assert set(names) >= REAL and {block.section for block in PYTHON} >= EXCERPTS
     assert LIMIT >= 1 and len(COMMANDS) > 20
 
@@ -239,14 +257,14 @@ def test_every_declared_name_is_a_readme_command() -> None:
 def test_readme_names_the_intervals_compare_computes() -> None:
     from ttscale.comparisons.paired import ACCURACY_INTERVAL, COST_INTERVAL
 
-    text = " ".join(README.read_text(encoding="utf-8").split())
+    text = " ".join(corpus().split())
     assert f"Accuracy differences get {ACCURACY_INTERVAL}" in text and f"Cost ratios get {COST_INTERVAL}" in text
 
 
 def test_readme_lists_every_task_and_where_its_local_copy_goes() -> None:
     from ttscale.evals import LOCAL_COPIES, TASKS
 
-    text = README.read_text(encoding="utf-8")
+    text = corpus()
     items = re.findall(r"^- (.*(?:\n  .*)*)", text, re.M)  # each list item with its continuation lines
     tasks = " ".join(item for item in items if item.startswith("**Tasks**"))
     assert not [name for name in TASKS.names() if f"`{name}" not in tasks]
