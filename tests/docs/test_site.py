@@ -156,7 +156,8 @@ def test_readme_is_the_short_front_page_and_links_every_page() -> None:
     lines = text.splitlines()
     assert len(lines) <= 200, f"README is {len(lines)} lines"
     # The two commands stay the first thing a reader sees.
-    demo = "make demo   # set up (.venv, vLLM for this machine, the embedded model) and run the main job, offline, on CPU"
+    demo = ("make demo   # set up (.venv, vLLM for this machine, the embedded model) and run the main job, offline, "
+            "on CPU")
     test = "make test   # the same set-up, then lint, type checks and the whole test suite (real vLLM engine)"
     assert lines[:6] == ["# ttscale", "", "```bash", demo, test, "```"]
     linked = set(re.findall(r"\]\(docs/([^)#]+)", text))
