@@ -28,7 +28,7 @@ test: prepare chromium
 install: $(STAMP)
 
 # Mutation testing of the core modules (not part of `make test`; after `make install`). One module or a few:
-# `make mutation MODULES="budget selection"`. Writes tools/mutation/REPORT.md. See README, Development.
+# `make mutation MODULES="budget selection"`. Writes tools/mutation/REPORT.md. See docs/mutation-testing.md.
 MODULES ?=
 mutation:
 	@$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -e ".[mutation]"

@@ -31,7 +31,7 @@ TASKS.register("gsm8k_stateful", "ttscale.evals.stateful:gsm8k_stateful", aliase
 TASKS.register("code_jsonl", "ttscale.evals.code_data:code_jsonl", aliases=("jsonl_code",))
 
 #: Where `--data-dir DIR` (and `TTSCALE_DATA_DIR`) finds each downloadable task's problems, under DIR: the first
-#: file its loader looks for. One source for `--data-dir`'s help and README (tests/evals/test_local_copies.py
+#: file its loader looks for. One source for `--data-dir`'s help and the docs (tests/evals/test_local_copies.py
 #: loads a file put at each path); the loaders also take `DIR/test.jsonl` and HumanEval's `test.jsonl`.
 LOCAL_COPIES: dict[str, str] = {
     "gsm8k": "gsm8k/test.jsonl",

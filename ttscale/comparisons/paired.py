@@ -50,8 +50,8 @@ FORMAT = "ttscale.compare"
 VERSION = 1
 Group = Literal["config", "strategy", "run"]
 GROUPS: tuple[str, ...] = ("config", "strategy", "run")
-#: The intervals a comparison reports, in the words of `ttscale --help`, `compare --help` and README (one source:
-#: tests/test_readme.py holds README to them). Accuracy differences are binary: Tango's interval; costs: bootstrap.
+#: The intervals a comparison reports, in the words of `ttscale --help`, `compare --help` and the docs (one source:
+#: tests/test_readme.py holds the docs to them). Accuracy differences are binary: Tango's interval; costs: bootstrap.
 ACCURACY_INTERVAL = "Tango's score interval for paired proportions"
 COST_INTERVAL = "a cluster bootstrap over problems"
 INTERVALS = f"accuracy differences with {ACCURACY_INTERVAL}, cost ratios with {COST_INTERVAL}"

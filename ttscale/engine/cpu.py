@@ -177,7 +177,7 @@ def busy_note(config: object, *, load: float | None = None, cores: list[int] | N
     machine is already busy: its 1-minute load average above the cores this process may use. None otherwise (a
     served model, a GPU, a quiet machine).
 
-    Measured (README, "What to expect on a CPU"): two busy programs on a 2-core AVX2 EPYC cut raw vLLM from 154 to
+    Measured (docs/results/performance.md): two busy programs on a 2-core AVX2 EPYC cut raw vLLM from 154 to
     59 generated tok/s with its compute threads bound to both cores, and from 99 to 41 unbound: the binding still
     wins, so the line says what to expect and how to choose other cores, not to unbind."""
     from ttscale.engine.base import EngineConfig

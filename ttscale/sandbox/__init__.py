@@ -1,7 +1,7 @@
 """Run model-written code safely: `Sandbox(limits=Limits()).run(program=..., test=..., entry_point=...)`.
 
 Model-written code is hostile input. Every execution is a fresh process tree; `import ttscale` does not import
-this package. The text below is what README quotes.
+this package. The text below is what docs/concepts/sandbox.md quotes.
 
 Isolation, as the machine allows it (probed once per process; `Sandbox.isolation` and `config()` record it):
 

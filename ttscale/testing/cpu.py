@@ -53,7 +53,7 @@ KINDS: dict[str, CPUKind] = {
                                      model="aarch64 (Neoverse with bf16, simulated)"),
                         dtype="bfloat16", bf16_flag="bf16"),
 }
-"""Every CPU kind the suite holds its CPU-dependent tests on (README's table names the same kinds)."""
+"""Every CPU kind the suite holds its CPU-dependent tests on (docs/results/performance.md names the same)."""
 
 
 @contextmanager
