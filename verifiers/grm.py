@@ -81,6 +81,8 @@ class GRM:
     """DeepSeek-GRM: principles, critique and 1-10 scores per response, summed over k shuffled samples."""
 
     name: ClassVar[str] = "grm"
+    NESTED_VERIFIERS: ClassVar[tuple[str, ...]] = ("meta",)
+    """Options that are verifier specs of their own (checked as specs by `check_verifier_spec`)."""
 
     samples: int = 4
     """k: GRM samples per group of responses (each a request of its own: its order of the responses differs)."""
@@ -92,7 +94,7 @@ class GRM:
     """Responses judged together in one prompt at most (n); more are judged in groups of this size."""
     meta: str | None = None
     """The meta RM: a verifier spec (llm_judge, prm, ...) that scores each sample's principles and critique; None =
-    every sample votes."""
+    every sample votes. Its own options go in parentheses inside grm's spec: `meta=(prm:model=DIR,aggregate=min)`."""
     meta_top: int | None = None
     """k_meta: the samples of the highest meta score that vote; None = half of k, rounded up (with `meta`)."""
     shuffle: bool = True
@@ -107,6 +109,13 @@ class GRM:
             raise ValueError(f"meta_top must be ≤ samples ({self.samples}), got {self.meta_top}")
         if self.meta_top is not None and self.meta is None:
             raise ValueError("meta_top needs a meta verifier (meta=llm_judge, ...)")
+        if self.meta is not None:
+            from ttscale.verifiers.loading import check_verifier_spec  # the registry, as `_voters` loads it
+
+            try:
+                check_verifier_spec(self.meta)
+            except ValueError as exc:  # UnknownNameError included: one line naming the option
+                raise ValueError(f"meta: {exc}") from None
 
     async def score_outcomes(self, ctx: Context, solutions: Sequence[str]) -> list[float]:
         groups = [list(solutions[i : i + self.group]) for i in range(0, len(solutions), self.group)]

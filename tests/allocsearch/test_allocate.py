@@ -110,7 +110,7 @@ def test_beam_space_runs_each_cell_live_once(tmp_path: Path) -> None:
 
 
 def test_refusals_are_one_line_before_anything_runs(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="space must be one of genrm, sleep_time, beam, got 'tree'"):
+    with pytest.raises(ValueError, match="space must be one of genrm, sleep_time, beam, grm, got 'tree'"):
         ttscale.allocate(space="tree", engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")
     with pytest.raises(ValueError, match="among grid, random, bayesian, agent, agent_single, got oracle"):
         ttscale.allocate(space="genrm", proposers=("oracle",), engine=SimulatedArithmeticPolicy(), out=tmp_path / "x")

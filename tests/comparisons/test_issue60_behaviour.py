@@ -34,6 +34,8 @@ APART = ["best_of_n n=1 max_tokens=200", "best_of_n n=1 max_tokens=2"]
 #: Two configurations of one sampler: with p_correct=1 both are right on every problem (the same accuracy, 1.0).
 ALIKE = ["self_consistency n=1 max_tokens=200", "self_consistency n=1 max_tokens=200 verifier=arithmetic"]
 Z = NormalDist().inv_cdf(0.975)
+#: The looks' spending these calculations use: O'Brien-Fleming-like, no floor at the first look.
+OBRIEN_FLEMING = "obrien_fleming,first_spend=0"
 
 
 def tango(b: Any, c: Any, n: Any, delta: float) -> np.ndarray:
@@ -55,7 +57,7 @@ def until_decided(tmp: Path, strategies: list[str], claim: str, *, cap: int, bat
                      task_options=None if per_level is None else {"per_level": per_level},
                      engine_config=engine_config(tmp), out=tmp / "cmp",
                      engine=SeededSimulator(seed=seed, p_correct=p_correct), progress=False, log=lambda _: None,
-                     until_decided=claim, max_problems=cap, batch=batch)
+                     until_decided=claim, max_problems=cap, batch=batch, design=OBRIEN_FLEMING)
     return result, json.loads((tmp / "cmp" / FILE).read_text())
 
 

@@ -150,3 +150,31 @@ def test_plan_refuses_sizes_it_cannot_compute_in_one_line(flags: list[str], mess
     # Were an OverflowError, a MemoryError, a run past 90 s and numpy's "expected non-negative integer".
     assert main(["plan", "--difference", "5", "--discordance", "20", *flags]) == 2
     assert capsys.readouterr().err.strip() == f"ttscale: error: {message}"
+
+
+def test_the_plan_recommends_a_sequential_design_beside_the_fixed_one(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 63: for each accuracy claim, the recommended design's cap (the fixed design's 80% power kept) and its
+    # expected problems by simulation of the verdict; a ratio claim has no sequential design.
+    from ttscale.stats.designs import RECOMMENDED, recommend
+
+    assumed = {"difference": 0.10, "discordance": 0.30, "repeats": 2, "design_effect": 1.4}
+    result = plan(claims=["better:0", "ratio:1.2"], ratio=1.3, ratio_spread=0.3, sims=2000, **assumed)
+    better, ratio = result.claims
+    rec = better.sequential
+    assert ratio.sequential is None and rec is not None and rec.design == RECOMMENDED
+    fixed = better.problems[0.8]
+    assert rec.fixed_problems == fixed and fixed < rec.max_problems <= 1.25 * fixed and rec.power >= 0.8
+    again = recommend(Claim(kind="better", value=0.0), Accuracy(**assumed), sims=2000, fixed=fixed)
+    assert again == rec  # the plan's numbers are the simulation's, seeded
+    assert rec.at["twice"].expected_problems < rec.at["planned"].expected_problems < rec.max_problems
+    text = result.to_markdown()
+    assert f"ttscale compare --until-decided better:0 --max-problems {rec.max_problems} --design " \
+           f"{RECOMMENDED.spec()}" in text
+    assert f"| better by more than 0 pts | {fixed} | {rec.max_problems} ({rec.max_problems / fixed:.2f}x) |" in text
+    assert result.to_dict()["claims"][0]["sequential"]["max_problems"] == rec.max_problems
+    pocock = plan(claims=["better:0"], sims=2000, design="pocock", **assumed).claims[0].sequential
+    assert pocock is not None and pocock.design.spending == "pocock" and pocock.max_problems > rec.max_problems
+    assert main(["plan", "--difference", "10", "--discordance", "30", "--claim", "better:0", "--design",
+                 "hsd:x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "plan: spending must be one of obrien_fleming, pocock, hsd:GAMMA" in err[0]

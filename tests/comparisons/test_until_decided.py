@@ -123,7 +123,7 @@ def test_the_fixed_size_plan_decides_either_way_and_none_on_the_line() -> None:
     ({"until_decided": "better:0", "limit": 5}, "until_decided runs up to max_problems, not limit"),
     ({"until_decided": "better:0", "max_problems": 1}, "max_problems must be a whole number ≥ 2, got 1"),
     ({"until_decided": "better:0", "max_problems": 20, "batch": 30}, "batch must be ≤ max_problems (20), got 30"),
-    ({"max_problems": 50}, "max_problems and batch apply only with until_decided"),
+    ({"max_problems": 50}, "max_problems, batch and design apply only with until_decided"),
     ({"until_decided": "better:0", "strategies": [*DIFFERENT, "beam width=2"]}, "give two, got 3"),
 ])
 def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path, kwargs: dict[str, Any], message: str) -> None:
@@ -145,7 +145,10 @@ def test_the_cli_refuses_bad_claims_in_one_line(tmp_path: Path, capsys: pytest.C
         ([*new, "--until-decided", "ratio:2"], "compare: --until-decided: 'ratio:2' is a cost ratio, which has no "
                                                "sequential boundary here; give better:T, equal:M or not-worse:M"),
         ([*new, "--until-decided", "better:x"], "--until-decided: claim 'better:x': 'x' is not a number; give"),
-        ([*new, "--max-problems", "50"], "compare: --max-problems and --batch apply only with --until-decided"),
+        ([*new, "--max-problems", "50"],
+         "compare: --max-problems, --batch and --design apply only with --until-decided"),
+        ([*new, "--until-decided", "better:0", "--design", "linear"],
+         "compare: spending must be one of obrien_fleming, pocock, hsd:GAMMA"),
         ([*new, "--until-decided", "better:0", "--limit", "5"], "runs up to --max-problems N, not --limit"),
         (["--resume", str(tmp_path / "old"), "--until-decided", "better:0"],
          "--until-decided applies only to a new run (--strategy); --resume continues the stored runs"),
@@ -157,6 +160,42 @@ def test_the_cli_refuses_bad_claims_in_one_line(tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "c").exists()
 
 
+#: Right on every problem vs on none (p_correct=1; 2 tokens hold no answer): a 100-point difference.
+APART = ["best_of_n n=1 max_tokens=200", "best_of_n n=1 max_tokens=2"]
+
+
+@pytest.mark.parametrize(("design", "stops_at"), [(None, 10), ("obrien_fleming,looks=10,first=none,first_spend=0", 40)])
+def test_a_hundred_point_difference_stops_at_ten_problems_under_the_default_design(
+        tmp_path: Path, design: str | None, stops_at: int) -> None:
+    # Issue 63: today's recommended design decides it at its first look (10 pairs one way: T = 3.16 > 3.09); the
+    # design before it (O'Brien-Fleming-like, a look every N/10) needed 40 of a cap of 200.
+    result = compare(strategies=APART, repeats=1, budget="400", task="arithmetic:1-3", engine_config=engine_config(
+        tmp_path), out=tmp_path / "cmp", engine=SeededSimulator(seed=1, p_correct=1.0), progress=False,
+        log=lambda _: None, until_decided="better:0", max_problems=200, design=design)
+    state = result.until_decided
+    assert state["stopped"]["outcome"] == "reproduced" and state["stopped"]["problems"] == stops_at
+    assert state["design"]["first"] == (10 if design is None else None)
+    assert all(len(ids) == stops_at for ids in cell_records(tmp_path / "cmp").values())
+    assert f"Problems used: {stops_at}; {200 - stops_at} of the cap's 200 problems never ran" in result.to_markdown()
+
+
+def test_a_stored_design_is_the_one_a_resume_continues(tmp_path: Path) -> None:
+    from ttscale.comparisons.until_decided import load, plan_of, save, settle
+    from ttscale.stats.sequential import boundaries
+
+    state = settle("better:0", 120, None, "pocock,looks=4,first=12")
+    save(tmp_path, state)
+    plan = plan_of(load(tmp_path) or {})
+    assert plan.looks == state["looks_at"] == [12, 48, 84, 120] and plan.spending == "pocock"
+    assert [round(float(c), 4) for c in plan.critical_values()] == state["critical_values"]
+    # A version-1 file (before designs): a look every `batch` problems, O'Brien-Fleming-like, no first-look floor.
+    old = {k: v for k, v in settle("better:0", 60, 6).items() if k not in ("design", "design_text")}
+    old.update(version=1, spending="obrien_fleming")
+    plan = plan_of(old)
+    assert plan.looks == list(range(6, 61, 6)) and plan.floor == 0
+    assert plan.critical_values() == pytest.approx(boundaries([n / 60 for n in plan.looks]), abs=1e-9)
+
+
 # -- the real engine (the session's: no start-up of their own) ------------------------------------------
 
 
@@ -164,8 +203,9 @@ def test_the_cli_refuses_bad_claims_in_one_line(tmp_path: Path, capsys: pytest.C
 def test_on_the_real_engine_clearly_different_strategies_stop_early(tmp_path: Path, api_engine: Any) -> None:
     result = compare(strategies=["best_of_n n=1 max_tokens=48", "best_of_n n=1 max_tokens=1"], repeats=1,
                      budget="64", task="arithmetic:1", out=tmp_path / "cmp", engine=api_engine, progress=False,
-                     log=lambda _: None, until_decided="better:0", max_problems=40, batch=10)
-    stopped = result.until_decided["stopped"]
+                     log=lambda _: None, until_decided="better:0", max_problems=40)
+    stopped = result.until_decided["stopped"]  # the recommended design: looks from 10 problems
+    assert result.until_decided["looks_at"][0] == 10
     assert stopped["outcome"] == "reproduced" and stopped["problems"] < 40, result.until_decided["looks"]
     assert all(len(ids) == stopped["problems"] for ids in cell_records(tmp_path / "cmp").values())
 

@@ -64,7 +64,8 @@ def test_under_the_alternative_it_stops_earlier_than_the_fixed_size_plan() -> No
     ({"max_problems": 1}, "max_problems must be a whole number ≥ 2, got 1"),
     ({"batch": 500}, "batch must be ≤ max_problems (100), got 500"),
     ({"claim": Claim(kind="ratio", value=1.3)}, "a sequential plan tests an accuracy claim"),
-    ({"spending": "linear"}, "spending must be one of obrien_fleming, pocock, got 'linear'"),
+    ({"spending": "linear"}, "spending must be one of obrien_fleming, pocock, hsd:GAMMA (GAMMA a number in "
+                            "[-40, 40]), got 'linear'"),
 ])
 def test_plans_are_checked_at_construction(kwargs: dict[str, object], message: str) -> None:
     settings: dict[str, object] = {"claim": BETTER, "max_problems": 100, "batch": 10, **kwargs}

@@ -139,12 +139,23 @@ def test_meta_rm_guided_voting_keeps_the_top_k_meta_samples() -> None:
     import ttscale.verifiers.loading as loading
 
     original = loading.load_verifier
-    loading.load_verifier = lambda spec: Meta() if spec == "meta" else original(spec)  # type: ignore[assignment]
+    asked: list[str] = []
+
+    def load(spec: str) -> Any:
+        asked.append(spec)
+        return Meta() if spec.startswith(("llm_judge", "prm:")) else original(spec)
+
+    loading.load_verifier = load  # type: ignore[assignment]
     try:
-        guided, _ = score(GRM(samples=4, meta="meta", meta_top=2), ScriptedGRM(scripted), [A, B])
+        # (meta names a registered verifier: an unknown one is refused when the GRM is built)
+        guided, _ = score(GRM(samples=4, meta="llm_judge", meta_top=2), ScriptedGRM(scripted), [A, B])
+        # The meta RM's own options, in parentheses inside grm's spec, reach it whole (commas and all).
+        nested = loading.build_verifier("grm:samples=4,meta=(prm:model=DIR,aggregate=min),meta_top=2")
+        again, _ = score(nested, ScriptedGRM(scripted), [A, B])
     finally:
         loading.load_verifier = original
     assert guided == [pytest.approx(18 / 20), pytest.approx(6 / 20)]  # the two good samples vote: A wins
+    assert nested.meta == "prm:model=DIR,aggregate=min" and asked[-1] == nested.meta and again == guided
 
 
 def test_groups_and_step_scores() -> None:

@@ -28,7 +28,7 @@ from ttscale.allocsearch.agenttts import CANDIDATES, SYSTEM, AgentBudgetSpent, A
 from ttscale.allocsearch.bayesian import BayesianProposer
 from ttscale.allocsearch.proposers import GridProposer, Proposer, RandomProposer
 from ttscale.allocsearch.search import ProposerTable, compare_proposers
-from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator, check_cells
+from ttscale.allocsearch.spaces import STUDIES, Study, SweepEvaluator, check_cells, option_of, vary
 from ttscale.runstore.names import ALLOCATION as MANIFEST
 from ttscale.runstore.names import ALLOCATION_TABLE as TABLE
 from ttscale.runstore.names import ENGINE_LOG, folder_entries, refuse_folder
@@ -55,14 +55,22 @@ class AllocationSearch:
 
 
 def make_study(space: str, settings: dict[str, Any]) -> Study:
-    """The named space with `settings` (its factory's keywords: total_budget, solutions, ...), or a one-line error."""
+    """The named space with `settings` (its factory's keywords: total_budget, solutions, ...; and `PARAM.OPTION`
+    keys, each a dimension of the values given over an option of the space's verifier spec: `verifier.samples`), or
+    a one-line error."""
     if space not in STUDIES:
         raise ValueError(f"space must be one of {', '.join(STUDIES)}, got {space!r}")
     known = list(inspect.signature(STUDIES[space]).parameters)
-    unknown = sorted(set(settings) - set(known))
+    options = {k: v for k, v in settings.items() if option_of(k) is not None}
+    unknown = sorted(set(settings) - set(known) - set(options))
     if unknown:
-        raise ValueError(f"space {space} has no setting {unknown[0]!r} (it has {', '.join(known)})")
-    return STUDIES[space](**settings)
+        raise ValueError(f"space {space} has no setting {unknown[0]!r} (it has {', '.join(known)}, and PARAM.OPTION "
+                         "for an option of its verifier)")
+    study = STUDIES[space](**{k: v for k, v in settings.items() if k not in options})
+    if not options:
+        return study
+    values = {k: tuple(v) if isinstance(v, list | tuple) else (v,) for k, v in options.items()}
+    return vary(study, values)
 
 
 def check_proposers(names: Sequence[str]) -> tuple[str, ...]:
@@ -180,11 +188,12 @@ def allocate(
     agent_budget: int | None = None,
     candidates: int = CANDIDATES,
 ) -> AllocationSearch:
-    """Search `space` (genrm, sleep_time, beam: see ttscale.allocsearch.spaces) with each of `proposers` for
+    """Search `space` (genrm, sleep_time, beam, grm: see ttscale.allocsearch.spaces) with each of `proposers` for
     `trials` trials per search seed, against the full grid's optimum, on `task`'s first `limit` problems.
 
     `total_budget` (tokens per problem, or per query for sleep_time) bounds every allocation; `settings` are the
-    space's other values (solutions=(1, 2, 4), ...). `engine`: a started `ttscale.Engine` to share, an engine
+    space's other values (solutions=(1, 2, 4), ...; `"verifier.samples": (1, 2, 4)` varies an option of the
+    space's verifier spec, here GRM's k). `engine`: a started `ttscale.Engine` to share, an engine
     object (a simulator in tests), or None to start one of `model`. Calling again with the same `out` resumes:
     cells and trials already done are read back. Works inside a running event loop too. `agent_tokens`: tokens
     of one agent reply at most; `agent_budget`: tokens the agent may generate in one search (every call is charged

@@ -109,6 +109,11 @@ class Space:
     """What the task is, for people and for an agent's prompt."""
     cost_doc: str = ""
     """The cost formula in words (`"S·(1+V)·tokens"`), for an agent's prompt."""
+    rule: Callable[[Allocation], str | None] | None = field(default=None, repr=False, compare=False)
+    """Why an allocation is not allowed whatever it costs (GRM's k_meta ≤ k), in one line; None = allowed. No
+    rule: every combination within the budget is."""
+    rule_doc: str = ""
+    """The rule in words (`"verifier.meta_top ≤ verifier.samples"`), for an agent's prompt."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -129,7 +134,8 @@ class Space:
             raise ValueError(f"space {self.name!r} has {combinations:,} combinations; at most "
                              f"{MAX_COMBINATIONS:,} are enumerated")
         if not self.points():
-            raise ValueError(f"space {self.name!r}: no allocation costs at most the total budget {budget:g}")
+            raise ValueError(f"space {self.name!r}: no allocation costs at most the total budget {budget:g}"
+                             + (f" and keeps its rule ({self.rule_doc})" if self.rule is not None else ""))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -149,6 +155,9 @@ class Space:
             if dim.match(allocation[dim.name]) is None:
                 allowed = ", ".join(_show(v) for v in dim.values)
                 return f"{dim.name}={_show(allocation[dim.name])} is not allowed; allowed: {allowed}"
+        broken = self._broken(self._resolve(allocation))
+        if broken is not None:
+            return f"{self.render(allocation)} is not allowed: {broken}"
         spend = self._cost(self._resolve(allocation))
         if not math.isfinite(spend) or spend < 0:
             return f"the cost of {self.render(allocation)} is {spend!r}, not a finite number ≥ 0"
@@ -194,6 +203,8 @@ class Space:
         formula = self.cost_doc or "computed from the allocation"
         lines.append(f"Cost of an allocation: {formula}.")
         lines.append(f"Total budget: an allocation's cost must be at most {self.total_budget:g}.")
+        if self.rule is not None:
+            lines.append(f"Rule: {self.rule_doc or 'some combinations are not allowed'}.")
         lines.append(f"Feasible allocations: {len(self._points)} of "
                      f"{math.prod(len(d.values) for d in self.dimensions)} combinations.")
         return "\n".join(lines)
@@ -208,6 +219,9 @@ class Space:
             out[dim.name] = value
         return out
 
+    def _broken(self, allocation: dict[str, Value]) -> str | None:
+        return None if self.rule is None else self.rule(dict(allocation))
+
     def _cost(self, allocation: dict[str, Value]) -> float:
         try:
             return float(self.cost(dict(allocation)))
@@ -220,7 +234,7 @@ class Space:
         for values in itertools.product(*(d.values for d in self.dimensions)):
             point = dict(zip(self.names, values, strict=True))
             spend = self._cost(point)
-            if math.isfinite(spend) and 0 <= spend <= self.total_budget:
+            if math.isfinite(spend) and 0 <= spend <= self.total_budget and self._broken(point) is None:
                 out.append(point)
         return tuple(out)
 

@@ -3,6 +3,7 @@
 ttscale allocate --space genrm --total-budget 2048 --limit 30 --trials 6 --seeds 0,1,2
 ttscale allocate --space sleep_time --task arithmetic_stateful:1 --task-option queries=5 --proposer agent
 ttscale allocate --space beam --setting beams=4,8 --setting steps=2,4 --out allocations/beam --json
+ttscale allocate --space grm --setting verifier.samples=1,2,4 --setting meta=llm_judge --setting verifier.meta_top=1,2
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ttscale.errors import UsageError
 from ttscale.running.flags import add_task_option_flag, task_options
 
-SPACES = ("genrm", "sleep_time", "beam")  # as ttscale.allocsearch.spaces.STUDIES (not imported: --help stays fast)
+SPACES = ("genrm", "sleep_time", "beam", "grm")  # as ttscale.allocsearch.spaces.STUDIES (not imported: fast --help)
 PROPOSERS = ("grid", "random", "bayesian", "agent", "agent_single")
 DEFAULT_PROPOSERS = PROPOSERS[:4]  # as ttscale.allocsearch.run.DEFAULT_PROPOSERS
 
@@ -22,8 +23,8 @@ DEFAULT_PROPOSERS = PROPOSERS[:4]  # as ttscale.allocsearch.run.DEFAULT_PROPOSER
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "allocate",
-        help="search a multi-stage allocation (GenRM S×V, sleep-time, beam) with grid, random, Bayesian and LLM-agent "
-             "proposers",
+        help="search a multi-stage allocation (GenRM S×V, sleep-time, beam, GRM N×k) with grid, random, Bayesian "
+             "and LLM-agent proposers",
         description="Compare proposers of allocations (per stage a budget) on a space whose allocations are sweep "
                     "cells: derived from stored pools where the sweep can, run live where not, each once. Prints "
                     "trials to the grid's optimum per proposer; the directory resumes.",
@@ -38,7 +39,9 @@ def register(sub: Any) -> None:
                    "must fit")
     p.add_argument("--setting", action="append", default=[], metavar="KEY=V1,V2",
                    help="the space's values (genrm: solutions, verifications, max_tokens, verify_tokens; sleep_time: "
-                        "sleep, budgets, queries, max_tokens; beam: beams, steps, step_tokens, width)")
+                        "sleep, budgets, queries, max_tokens; beam: beams, steps, step_tokens, width; grm: solutions, "
+                        "strategy, meta, max_tokens, verify_tokens, group, meta_tokens); verifier.OPTION=V1,V2 varies "
+                        "an option of the space's verifier spec (grm: verifier.samples, verifier.meta_top)")
     p.add_argument("--task", default="arithmetic", help="task spec, as for `ttscale run` (default arithmetic)")
     add_task_option_flag(p)
     p.add_argument("--limit", type=int, help="only the first N problems")
@@ -54,21 +57,27 @@ def register(sub: Any) -> None:
 
 
 def settings_of(items: list[str]) -> dict[str, Any]:
-    """`KEY=V1,V2` → a tuple of numbers; `KEY=V` → one number."""
+    """`KEY=V1,V2` → a tuple of numbers; `KEY=V` → one number (a tuple for a setting of values, as `solutions` or
+    a verifier option `verifier.samples`); a text setting (`meta`, `strategy`) → its text as written."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
+        if sep and key.strip() in _TEXTS:
+            out[key.strip()] = value.strip()
+            continue
         try:
             numbers = tuple(int(v) if v.strip().lstrip("-").isdigit() else float(v) for v in value.split(","))
         except ValueError:
             numbers = ()
         if not sep or not key.strip() or not numbers:
-            raise UsageError(f"allocate: --setting takes KEY=V1,V2 (numbers), got {item!r}")
-        out[key.strip()] = numbers if "," in value or key.strip() in _TUPLES else numbers[0]
+            raise UsageError(f"allocate: --setting takes KEY=V1,V2 (numbers; meta and strategy take text), got "
+                             f"{item!r}")
+        out[key.strip()] = numbers if "," in value or key.strip() in _TUPLES or "." in key else numbers[0]
     return out
 
 
 _TUPLES = {"solutions", "verifications", "sleep", "budgets", "beams", "steps"}
+_TEXTS = {"meta", "strategy"}  # grm's meta RM (a verifier spec) and its strategy
 
 
 def cmd_allocate(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from ttscale.running.flags import (
 #: Flags of run mode (with --strategy): refused with run directories or --resume, which take them from elsewhere.
 _RUN_FLAGS = ("strategy", "repeats", "budget", "task", "limit", "model", "concurrency", "data_dir", "task_option",
               *ENGINE_FLAGS, *ENGINE_SWITCHES, "engine_arg", "chat_template_kwargs", "until_decided", "max_problems",
-              "batch")
+              "batch", "design")
 
 
 def register(sub: Any) -> None:
@@ -53,7 +53,10 @@ def register(sub: Any) -> None:
                    "keep the false-verdict rate at 5%% over all looks")
     p.add_argument("--max-problems", type=int, metavar="N", help="with --until-decided: the cap (default 200)")
     p.add_argument("--batch", type=int, metavar="B",
-                   help="with --until-decided: problems added between looks (default N/10)")
+                   help="with --until-decided: a look every B problems (default: the design's looks)")
+    p.add_argument("--design", metavar="SPENDING[,looks=K][,first=N][,first_spend=A]",
+                   help="with --until-decided: the sequential design, spending obrien_fleming, pocock or hsd:GAMMA "
+                   "(default hsd:-1,looks=20,first=10,first_spend=0.001, the one `ttscale plan` recommends)")
     p.add_argument("--out", help="compare directory to write (run mode default compares/<task>-<time>; with DIRs, "
                    f"where {COMPARE} is written)")
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted comparison run")
@@ -94,7 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         run = {"strategies": args.strategy, "engine_config": replace(EngineConfig(), **engine),
                "task_options": task_options(args, "compare", data_dir=args.data_dir) or None,
                **{k: getattr(args, k) for k in ("repeats", "budget", "task", "limit", "concurrency", "until_decided",
-                                                "max_problems", "batch")
+                                                "max_problems", "batch", "design")
                   if getattr(args, k) is not None}}
     try:
         result = compare(runs=args.runs, resume=args.resume, out=args.out, confidence=args.confidence,
@@ -113,8 +116,8 @@ def _check_until_decided(args: argparse.Namespace) -> None:
     from ttscale.stats.claims import parse_claim
 
     if args.until_decided is None:
-        if args.max_problems is not None or args.batch is not None:
-            raise UsageError("compare: --max-problems and --batch apply only with --until-decided CLAIM")
+        if args.max_problems is not None or args.batch is not None or args.design is not None:
+            raise UsageError("compare: --max-problems, --batch and --design apply only with --until-decided CLAIM")
         return
     try:
         parse_claim(args.until_decided, ratio=False, what="--until-decided")

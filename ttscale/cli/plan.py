@@ -41,6 +41,9 @@ def register(sub: Any) -> None:
                    "pilot's)")
     p.add_argument("--sims", type=int, default=4000, help="simulated experiments per size (default 4000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulations (default 0)")
+    p.add_argument("--design", metavar="SPENDING[,looks=K][,first=N][,first_spend=A]",
+                   help="the sequential design planned beside the fixed one (default the recommended one, "
+                   "hsd:-1,looks=20,first=10,first_spend=0.001; as `compare --until-decided --design` takes it)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=cmd_plan)
 
@@ -62,7 +65,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                       accuracy_a=share(accuracy[0], "--accuracy"), accuracy_b=share(accuracy[1], "--accuracy"),
                       discordance=share(args.discordance, "--discordance"), repeats=args.repeats,
                       design_effect=args.design_effect, ratio=args.ratio, ratio_spread=args.ratio_spread,
-                      metric=args.metric, size=args.size, sims=args.sims, seed=args.seed)
+                      metric=args.metric, size=args.size, sims=args.sims, seed=args.seed, design=args.design)
     except ValueError as exc:
         raise UsageError(f"plan: {exc}") from None
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_markdown())

@@ -186,6 +186,7 @@ def compare(
     until_decided: str | None = None,
     max_problems: int | None = None,
     batch: int | None = None,
+    design: str | None = None,
     verbose: bool = False,
 ) -> Comparison:
     """Compare run directories (`runs`), or run `strategies` R = `repeats` times and compare them, or finish
@@ -200,8 +201,9 @@ def compare(
     the comparison directory's engine.log (`verbose=True`: to this terminal). Bad input raises ValueError (or a
     subclass) with a one-line message.
 
-    `until_decided`, `max_problems`, `batch`: a comparison of two strategies that stops when decided
-    (ttscale.comparisons.until_decided).
+    `until_decided`, `max_problems`, `batch`, `design`: a comparison of two strategies that stops when decided
+    (ttscale.comparisons.until_decided; `design` as ttscale.stats.designs.parse_design reads it, default the
+    recommended one; `batch`: a look every B problems instead of the design's looks).
     """
     from ttscale.engine.spawn import refuse_in_spawned_bootstrap
     from ttscale.running.session import call_config, drive
@@ -228,7 +230,7 @@ def compare(
     from ttscale.comparisons import until_decided as sequential
 
     state = sequential.arguments(runs=runs, resume=resume, limit=limit, strategies=strategies,
-                                 claim=until_decided, max_problems=max_problems, batch=batch)
+                                 claim=until_decided, max_problems=max_problems, batch=batch, design=design)
     config = call_config(engine, model=model, engine_args=engine_args, config=engine_config,
                          deterministic=deterministic)
     if resume:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ttscale.comparisons.paired import COMPARE, load_arms
-from ttscale.stats.claims import ALLOWED, ALLOWED_ACCURACY, parse_claim
+from ttscale.stats.claims import ALLOWED, ALLOWED_ACCURACY, claim_spec, parse_claim
+from ttscale.stats.designs import RECOMMENDED, Design, Recommendation, parse_design, recommend
 from ttscale.stats.paired import METRICS, pair_records
 from ttscale.stats.power import (
     Accuracy,
@@ -89,6 +90,9 @@ class ClaimPlan:
     not_worse), the true ratio (ratio); None: none in range."""
     compute: dict[float, Compute | None] = field(default_factory=dict)
     note: str | None = None
+    sequential: Recommendation | None = None
+    """The recommended sequential design for an accuracy claim (`compare --until-decided`): its cap and expected
+    problems by simulation (ttscale.stats.designs.recommend); None: a ratio, or no size decides it."""
 
     def detectable_text(self) -> str:
         if self.detectable is None:
@@ -107,7 +111,27 @@ class ClaimPlan:
                 "compute": {f"{p:g}": None if c is None else {"generated_tokens": c.generated_tokens,
                                                                "eflops": c.eflops, "wall_seconds": c.wall_seconds}
                             for p, c in self.compute.items()},
-                "note": self.note}
+                "note": self.note,
+                "sequential": None if self.sequential is None else self.sequential.to_dict()}
+
+    def sequential_row(self) -> str | None:
+        """This claim's row of the sequential table (`Plan.to_markdown`)."""
+        rec = self.sequential
+        if rec is None:
+            return None
+        fixed = rec.fixed_problems
+
+        def expected(name: str) -> str:
+            found = rec.at.get(name)
+            return "—" if found is None else f"{found.expected_problems:.1f} ({found.expected_problems / fixed:.0%})"
+
+        return (f"| {self.claim.text()} | {fixed} | {rec.max_problems} ({rec.max_problems / fixed:.2f}x) | "
+                f"{expected('line')} | {expected('half')} | {expected('planned')} | {expected('twice')} | "
+                f"{100 * rec.power:.0f}% | {_percent(rec.false_verdicts())} |")
+
+
+def _percent(share: float | None) -> str:
+    return "—" if share is None else f"{100 * share:.1f}%"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +169,20 @@ class Plan:
             now = "—" if c.power_now is None else f"{100 * c.power_now:.0f}% at {c.size}"
             lines.append(f"| {c.metric}: {c.claim.text()} | {sizes[0]} | {sizes[-1]} | "
                          f"{top.text() if top else '—'} | {now} | {c.detectable_text()} | {c.note or ''} |")
+        rows = [(c, row) for c in self.claims if (row := c.sequential_row()) is not None]
+        if rows:
+            design = rows[0][0].sequential.design  # type: ignore[union-attr]
+            lines += ["", f"Sequential (`compare --until-decided`, recommended design: {design.text()}): the cap for "
+                      "the fixed design's 80% power, and the expected problems by simulation of the verdict at the "
+                      "claim's line (no effect for better:0), half, the whole and twice the assumed Δ.", "",
+                      "| claim | fixed, 80% | cap | expected at the line | at half | at the assumed Δ | at twice | "
+                      "power | false verdicts at the line |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+                      *(row for _, row in rows), ""]
+            for c, _ in rows:
+                rec = c.sequential
+                assert rec is not None
+                lines.append(f"    ttscale compare --until-decided {claim_spec(c.claim)} --max-problems "
+                             f"{rec.max_problems} --design {rec.design.spec()} ...")
         return "\n".join(lines)
 
 
@@ -164,12 +202,14 @@ def plan(
     size: int | None = None,
     sims: int = 4000,
     seed: int = 0,
+    design: str | Design | None = None,
 ) -> Plan:
     """The problems each claim needs for 80% and 90% power, from a `pilot` (a compare directory, or two run
     directories) or from stated assumptions (`difference` or `accuracy_a`/`accuracy_b`, `discordance`,
     `repeats`, `design_effect`; `ratio`, `ratio_spread`); a stated value overrides the pilot's. `size`: the
-    problems the power now and the smallest detectable effect are for (default the pilot's). Bad input raises
-    ValueError with a one-line message."""
+    problems the power now and the smallest detectable effect are for (default the pilot's). `design`: the
+    sequential design planned for each accuracy claim (ttscale.stats.designs.parse_design; default the recommended
+    one). Bad input raises ValueError with a one-line message."""
     if isinstance(claims, str | Claim):  # one claim given as such, not its characters
         claims = [claims]
     parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
@@ -192,6 +232,7 @@ def plan(
         raise ValueError(f"repeats must be a whole number in [1, {MAX_REPEATS:,}], got {repeats!r}")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 2):
         raise ValueError(f"size must be a whole number ≥ 2, got {size!r}")
+    chosen = RECOMMENDED if design is None else design if isinstance(design, Design) else parse_design(design)
     source = found.get("source", "stated assumptions")
     if accuracy_a is not None or accuracy_b is not None:
         if accuracy_a is None or accuracy_b is None or difference is not None:
@@ -218,6 +259,7 @@ def plan(
             note = (None if problems[POWERS[0]]
                     else f"the assumed ratio {cost.ratio:.3g}x is not beyond {claim.value:g}x")
             name = metric
+            sequential = None
         else:
             if acc is None:
                 raise ValueError(f"claim {claim.text()}: give difference (or accuracy_a and accuracy_b) and "
@@ -227,9 +269,12 @@ def plan(
             detect = accuracy_detectable(claim, acc, at, sims=min(sims, 2000), seed=seed) if at else None
             note = None if problems[POWERS[0]] else _accuracy_note(claim, acc)
             name = "accuracy"
+            sequential = (recommend(claim, acc, design=chosen, power=POWERS[0], sims=min(sims, 2000), seed=seed,
+                                    fixed=problems[POWERS[0]]) if problems[POWERS[0]] else None)
         compute = {p: None if n is None or per_pair is None else per_pair.times(n * reps) for p, n in problems.items()}
         out.append(ClaimPlan(claim=claim, metric=name, repeats=reps, problems=problems, size=at, power_now=now,
-                             detectable=detect, compute=compute, note=note))
+                             detectable=detect, compute=compute, note=note,
+                             sequential=sequential))
     return Plan(source=source, accuracy=acc, ratio=cost, per_pair=per_pair, claims=tuple(out))
 
 

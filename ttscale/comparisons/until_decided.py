@@ -4,9 +4,11 @@ claim is decided (`ttscale.compare(..., until_decided=...)`).
 The comparison is the run mode's sweep (ttscale.comparisons.paired) with its limit set to the cap N; look k runs every
 cell on the first n_k = k·B problems (N at the last look), then reads the claim off the verdict's own statistic,
 Tango's score statistic with the repeats' design effect, against the group-sequential boundary c_k of
-ttscale.stats.sequential (Lan-DeMets alpha spending, O'Brien-Fleming-like: implemented there with its
-references; gsDesign is R and the Python sequential libraries we looked at give confidence sequences for means,
-not this paired score statistic). The chance of any false verdict over all looks stays at α = 0.05.
+ttscale.stats.sequential (Lan-DeMets alpha spending: implemented there with its references; gsDesign is R and the
+Python sequential libraries we looked at give confidence sequences for means, not this paired score statistic).
+The chance of any false verdict over all looks stays at α = 0.05. Which looks and which spending: a design
+(ttscale.stats.designs; `design=`, `--design`), by default the recommended one (Hwang-Shih-DeCani γ = −1, 20
+looks, the first at 10 problems, where ten pairs all one way decide); `batch` looks every B problems instead.
 
 Each look is appended to until_decided.json in the compare directory as it is read, with the statistic, the
 boundary and the outcome; the look that stopped it is named there with why. A comparison killed anywhere resumes
@@ -33,6 +35,7 @@ from ttscale.runstore.runfiles import parse_json
 from ttscale.runstore.storage import RunDir
 from ttscale.stats.claims import ALLOWED_ACCURACY as ALLOWED
 from ttscale.stats.claims import parse_claim
+from ttscale.stats.designs import LEGACY, RECOMMENDED, Design, design_of, parse_design
 from ttscale.stats.power import Claim, accuracy_problems, accuracy_reachable, pilot_accuracy, tango_score
 from ttscale.stats.sequential import SequentialPlan, outcome
 
@@ -42,22 +45,25 @@ if TYPE_CHECKING:
 
 FILE = UNTIL_DECIDED  # one of the toolkit's files: no `--out` of any command writes over it
 FORMAT = "ttscale.comparisons.until_decided"
-VERSION = 1
+VERSION = 2
+"""2: the design (spending, looks, first look and its floor) is stored; a version-1 file looked every `batch`
+problems with O'Brien-Fleming-like spending, as `LEGACY` does, and resumes so."""
 #: The cap when none is given: enough for a 10-point difference at the usual discordance (tests/stats).
 DEFAULT_MAX_PROBLEMS = 200
-METHOD = ("looks after every batch: the first n_k problems of every cell, the claim read off Tango's score statistic "
-          "with the repeats' design effect against group-sequential critical values c_k (Lan and DeMets 1983 "
-          "alpha spending, O'Brien-Fleming-like, ttscale.stats.sequential), keeping the chance of any false "
-          "verdict over all looks at alpha")
+METHOD = ("looks at the design's sizes: the first n_k problems of every cell, the claim read off Tango's score "
+          "statistic with the repeats' design effect against group-sequential critical values c_k (Lan and DeMets "
+          "1983 alpha spending, ttscale.stats.sequential; the design's spending, ttscale.stats.designs), keeping "
+          "the chance of any false verdict over all looks at alpha")
 
 
 def arguments(*, runs: Sequence[Any], resume: Any, limit: int | None, strategies: Sequence[str],
-              claim: str | None, max_problems: int | None, batch: int | None) -> dict[str, Any] | None:
+              claim: str | None, max_problems: int | None, batch: int | None,
+              design: str | Design | None = None) -> dict[str, Any] | None:
     """A new sequential comparison's settings from `ttscale.compare`'s arguments (None: a fixed-size one), checked."""
     if claim is None:
-        if max_problems is not None or batch is not None:
-            raise ValueError("max_problems and batch apply only with until_decided (a comparison that stops when "
-                             "decided); a fixed-size one takes limit")
+        if max_problems is not None or batch is not None or design is not None:
+            raise ValueError("max_problems, batch and design apply only with until_decided (a comparison that stops "
+                             "when decided); a fixed-size one takes limit")
         return None
     if runs or resume:
         raise ValueError("until_decided applies to a new run of two strategies; "
@@ -67,25 +73,30 @@ def arguments(*, runs: Sequence[Any], resume: Any, limit: int | None, strategies
         raise ValueError("until_decided runs up to max_problems, not limit: give max_problems")
     if len(strategies) != 2:
         raise ValueError(f"until_decided tests a claim of one strategy over another: give two, got {len(strategies)}")
-    return settle(claim, max_problems, batch)
+    return settle(claim, max_problems, batch, design)
 
 
 def plan_of(state: Mapping[str, Any]) -> SequentialPlan:
-    return SequentialPlan(claim=parse_claim(state["claim"], ratio=False), max_problems=int(state["max_problems"]),
-                          batch=int(state["batch"]))
+    """The plan a stored comparison looks by: its design (version 1: `LEGACY`'s spending every `batch`)."""
+    design = design_of(state["design"]) if "design" in state else LEGACY
+    batch = state.get("batch")
+    return design.plan(parse_claim(state["claim"], ratio=False), int(state["max_problems"]),
+                       batch=None if batch is None else int(batch))
 
 
-def settle(claim: str, max_problems: int | None, batch: int | None) -> dict[str, Any]:
+def settle(claim: str, max_problems: int | None, batch: int | None,
+           design: str | Design | None = None) -> dict[str, Any]:
     """The stored settings of a new sequential comparison (checked: bad values raise ValueError in one line)."""
     parsed = parse_claim(claim, ratio=False, what="until_decided")
     cap = DEFAULT_MAX_PROBLEMS if max_problems is None else max_problems
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 2:
         raise ValueError(f"max_problems must be a whole number ≥ 2, got {cap!r}")
-    step = max(2, -(-cap // 10)) if batch is None else batch  # ten looks by default
-    plan = SequentialPlan(claim=parsed, max_problems=cap, batch=step)
+    chosen = RECOMMENDED if design is None else design if isinstance(design, Design) else parse_design(design)
+    plan = chosen.plan(parsed, cap, batch=batch)
     return {"format": FORMAT, "version": VERSION, "claim": claim, "claim_text": plan.claim.text(),
-            "max_problems": cap, "batch": step, "alpha": plan.alpha, "spending": plan.spending, "method": METHOD,
-            "looks_at": plan.looks, "critical_values": [round(float(c), 4) for c in plan.critical_values()],
+            "max_problems": cap, "batch": batch, "design": chosen.to_dict(), "design_text": chosen.text(),
+            "alpha": plan.alpha, "spending": plan.spending, "method": METHOD, "looks_at": plan.looks,
+            "critical_values": [round(float(c), 4) for c in plan.critical_values()],
             "arms": None, "looks": [], "stopped": None}
 
 
@@ -242,9 +253,14 @@ def fixed_size(claim: Claim, read: Mapping[str, Any]) -> dict[str, Any] | None:
 def markdown_lines(state: Mapping[str, Any]) -> list[str]:
     """compare's words on a sequential comparison: the claim, the looks, what stopped it and what it saved."""
     looks = state.get("looks") or []
-    lines = [f"Until decided: {state['claim_text']} ({state['claim']}), looks every {state['batch']} problems up to "
-             f"{state['max_problems']}, group-sequential boundaries (O'Brien-Fleming-like alpha spending, "
-             f"α = {state['alpha']:g} over all looks)."]
+    design = design_of(state["design"]) if "design" in state else LEGACY
+    looks_at = [int(n) for n in state.get("looks_at") or []]
+    shown = ", ".join(map(str, looks_at)) if len(looks_at) <= 8 else \
+        f"{', '.join(map(str, looks_at[:4]))}, ..., {looks_at[-1]}"
+    batch = f", a look every {state['batch']} problems" if state.get("batch") else ""
+    lines = [f"Until decided: {state['claim_text']} ({state['claim']}), {len(looks_at)} looks at {shown} problems "
+             f"(the cap), group-sequential boundaries ({design.text()}{batch}; α = {state['alpha']:g} over all "
+             f"looks)."]
     stopped = state.get("stopped")
     if stopped is None:
         return [*lines, f"Not decided yet: {len(looks)} look(s) read; `ttscale compare --resume DIR` continues."]

@@ -11,6 +11,8 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
+from ttscale.search.specs import parse_verifier_spec as parse_verifier_spec  # its home before groups existed
+
 Aggregate = Literal["last", "min", "prod", "mean"]
 AGGREGATES: tuple[str, ...] = ("last", "min", "prod", "mean")
 
@@ -124,19 +126,4 @@ def logit(p: float, *, eps: float = 1e-6) -> float:
 
 
 # -- verifiers ---------------------------------------------------------------------------------------
-
-
-def parse_verifier_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """`name` or `name:key=value,key=value` → (name, options as strings). Only the form: which names exist is
-    the verifier registry's (`ttscale.verifiers.check_verifier_spec`), above search: a caller hands `Search` the
-    verifier it loaded."""
-    name, _, rest = spec.partition(":")
-    options: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"verifier options must look like key=value, got {item!r} in {spec!r}")
-        options[key.strip()] = value.strip()
-    if not name.strip():
-        raise ValueError(f"verifier spec must start with a name, got {spec!r}")
-    return name.strip(), options
+# A verifier spec's grammar (`name:key=value,...`, a value in parentheses taken whole) is ttscale.search.specs'.

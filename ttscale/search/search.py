@@ -30,7 +30,8 @@ from ttscale.kit.context import Context
 from ttscale.kit.params import check_positive, check_range
 from ttscale.kit.selection import best_scored, majority_vote, weighted_vote
 from ttscale.schema import Answer, Sample, SamplingParams
-from ttscale.search.score import AGGREGATES, Aggregate, aggregate, parse_verifier_spec
+from ttscale.search.score import AGGREGATES, Aggregate, aggregate
+from ttscale.search.specs import parse_verifier_spec
 from ttscale.search.steps import DEFAULT_DELIMITER, Finish, step_end, unescape
 from ttscale.search.tree import LivePrefixes, Node, Tree
 

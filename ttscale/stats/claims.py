@@ -47,4 +47,11 @@ def parse_claim(text: str, *, ratio: bool = True, what: str | None = None) -> Cl
         raise ValueError(f"{head}claim {text!r}: {exc}; give {allowed}") from None
 
 
-__all__ = ["ALLOWED", "ALLOWED_ACCURACY", "parse_claim"]
+def claim_spec(claim: Claim) -> str:
+    """`claim` as `parse_claim` reads it back (`--claim`, `--until-decided`): points, or times for a ratio."""
+    if claim.kind == "ratio":
+        return f"ratio:{claim.value:g}"
+    return f"{claim.kind.replace('_', '-')}:{100 * claim.value:g}"
+
+
+__all__ = ["ALLOWED", "ALLOWED_ACCURACY", "claim_spec", "parse_claim"]
