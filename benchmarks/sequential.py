@@ -5,7 +5,7 @@ claim's line (no effect), half, the planned and twice the planned effect, 2,000 
 For each design the cap is the smallest at which it keeps the fixed design's 80% power at the planned effect
 (ttscale.stats.designs.recommend), so every row is at matched power; expected problems are shown as a share of the
 fixed design's size. The pilot-like setting: better:0, discordance 30%, 2 repeats with design effect 1.4 (what the
-arithmetic comparisons of README measure), planned effects of 5 and 10 points. "legacy" is the design before
+arithmetic comparisons of the docs measure), planned effects of 5 and 10 points. "legacy" is the design before
 issue 63 (O'Brien-Fleming-like, a look every N/10 problems).
 
     python benchmarks/sequential.py [--sequences 2000] [--json benchmarks/results/sequential.json]

@@ -8,7 +8,8 @@ the fixed design's size n (80% power, ttscale.stats.power.accuracy_problems), se
 which the design keeps that power, and simulates it at the claim's line (the false-verdict rate), at half, the
 whole and twice the planned effect: the expected problems there, against n.
 
-Why the recommended design is what it is (`RECOMMENDED`; the table is README's, from benchmarks/sequential.py):
+Why the recommended design is what it is (`RECOMMENDED`; the table is docs/how-to/compare-and-plan.md's, from
+benchmarks/sequential.py):
 - Spending α τ (Hwang-Shih-DeCani γ = 0) with 20 looks keeps the cap within 1.25 n and stops early at every effect
   (expected problems about 0.76 n at the planned effect, 0.30 n at twice it). O'Brien-Fleming-like spending wastes
   little at the cap but stops late (about 0.80 n and 0.45 n); Pocock-like stops sooner at twice the effect but
