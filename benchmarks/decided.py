@@ -2,13 +2,13 @@
 verdict, at the cap or at a time cap (a helper of findings.py; run as a script it prints this).
 
 The looks and their boundaries are `ttscale compare --until-decided`'s (ttscale.comparisons.until_decided.read_look:
-Tango's
-score statistic with the repeats' design effect against Lan-DeMets O'Brien-Fleming-like boundaries, so the
-chance of a false verdict over all looks stays at 5%). Arithmetic problems are generated, so their number is no
-limit; the time cap is: a finding stops before a look that would, at the pace of the looks so far, end past it.
-A stop for time says nothing either way (it only gives up the chance of a verdict), so it keeps the error rate.
-Each row says whether the claim was decided, the problems and generated tokens it used, the size a fixed-size
-plan would need at the Δ measured (80% power, ttscale.stats.power), and, undecided, how long that would take here.
+Tango's score statistic with the repeats' design effect against Lan-DeMets alpha-spending boundaries, by default the
+recommended design's (ttscale.stats.designs), so the chance of a false verdict over all looks stays at 5%).
+Arithmetic problems are generated, so their number is no limit; the time cap is: a finding stops before a look that
+would, at the pace of the looks so far, end past it. A stop for time says nothing either way (it only gives up the
+chance of a verdict), so it keeps the error rate. Each row says whether the claim was decided, the problems and
+generated tokens it used, the size a fixed-size plan would need at the Δ measured (80% power, ttscale.stats.power),
+and, undecided, how long that would take here.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from ttscale.comparisons.until_decided import fixed_size, read_look
 from ttscale.running.runner import RunSpec, prepare, solve
+from ttscale.stats.designs import RECOMMENDED, Design
 from ttscale.stats.power import Claim
-from ttscale.stats.sequential import SequentialPlan
 
 Records = list[list[dict[str, Any]]]
 
@@ -59,10 +59,11 @@ def _tokens(records: Records) -> float:
     return sum(float((r.get("ledger") or {}).get("generated_tokens", 0)) for rep in records for r in rep)
 
 
-def decide(sync: Any, *, a: Side, b: Side, claim: Claim, max_problems: int, batch: int, repeats: int,
-           seconds: float) -> dict[str, Any]:
-    """Looks after every `batch` problems of A and B (claim: A's over B's) up to `max_problems`, within `seconds`."""
-    plan = SequentialPlan(claim=claim, max_problems=max_problems, batch=batch)
+def decide(sync: Any, *, a: Side, b: Side, claim: Claim, max_problems: int, batch: int | None, repeats: int,
+           seconds: float, design: Design = RECOMMENDED) -> dict[str, Any]:
+    """Looks at `design`'s sizes (or after every `batch` problems) of A and B (claim: A's over B's) up to
+    `max_problems`, within `seconds`."""
+    plan = design.plan(claim, max_problems, batch=batch)
     began = time.perf_counter()
     runs: tuple[Records, Records] = ([[] for _ in range(repeats)], [[] for _ in range(repeats)])
     reads: list[dict[str, Any]] = []

@@ -39,7 +39,8 @@ the paper's effect, and, when undecided, the problems that would decide it.
 
     python benchmarks/findings.py [--problems 30] [--repeats 2] [--pool 32] [--adaptive-report FILE]
                                   [--deterministic] [--only F3,F9] [--json FILE]
-    python benchmarks/findings.py --until-decided [--only F3,F4] [--max-problems 400] [--batch 20] [--time-cap 5]
+    python benchmarks/findings.py --until-decided [--only F3,F4] [--max-problems 400] [--design D | --batch 20]
+        [--time-cap 5]
 
 --until-decided runs F3-F6 and F9's accuracy claims a batch at a time until decided (benchmarks/decided.py): per
 finding, decided or not, the problems and tokens used, and the fixed-size plan's size beside them.
@@ -79,6 +80,7 @@ from verdicts import (
 
 from ttscale.engine import BlockingEngine
 from ttscale.running.runner import RunSpec, prepare, solve
+from ttscale.stats.designs import RECOMMENDED, parse_design
 from ttscale.stats.metrics import pass_at_k
 from ttscale.stats.power import Claim
 
@@ -174,10 +176,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--deterministic", action="store_true",
                         help="samples independent of the batch (EngineConfig.deterministic; float32 on a CPU)")
     parser.add_argument("--until-decided", action="store_true",
-                        help="F3-F6, F9: test the accuracy claim after every --batch problems and stop when decided, "
+                        help="F3-F6, F9: test the accuracy claim at the design's looks and stop when decided, "
                         "at --max-problems or at --time-cap (benchmarks/decided.py)")
     parser.add_argument("--max-problems", type=int, default=400, help="--until-decided: the cap (default 400)")
-    parser.add_argument("--batch", type=int, default=20, help="--until-decided: problems per look (default 20)")
+    parser.add_argument("--batch", type=int, help="--until-decided: a look every B problems (default: the design's "
+                        "looks)")
+    parser.add_argument("--design", default=None, help="--until-decided: the sequential design, as `compare "
+                        "--design` takes it (default the recommended one, ttscale.stats.designs)")
     parser.add_argument("--time-cap", type=float, default=5.0, help="--until-decided: minutes per finding (default 5)")
     return parser
 
@@ -219,13 +224,15 @@ def main_until_decided(args: argparse.Namespace, wanted: set[str]) -> None:
         for name, (a, b, claim) in decided_sides(args).items():
             if name.split()[0] in wanted:
                 rows.append((name, decide(sync, a=a, b=b, claim=claim, max_problems=args.max_problems,
-                                          batch=args.batch, repeats=args.repeats, seconds=60 * args.time_cap)))
+                                          batch=args.batch, repeats=args.repeats, seconds=60 * args.time_cap,
+                                          design=parse_design(args.design) if args.design else RECOMMENDED)))
                 if args.json:  # after every finding: a run stopped part-way keeps the findings it decided
                     Path(args.json).write_text(json.dumps({"rows": rows, **vars(args), "provenance": origin,
                                                            "partial": True}, indent=1))
     finally:
         sync.close()
-    print(f"until decided: looks every {args.batch} problems × {args.repeats} repeats up to {args.max_problems}, "
+    looks = f"looks every {args.batch} problems" if args.batch else "the design's looks"
+    print(f"until decided: {looks} × {args.repeats} repeats up to {args.max_problems}, "
           f"{args.time_cap:g} min per finding; {(time.perf_counter() - began) / 60:.1f} min\n")
     print("| finding | decided | problems used | tokens | fixed-size plan (80%) | detail |\n|---|---|---|---|---|---|")
     for name, found in rows:

@@ -60,3 +60,32 @@ def test_the_shared_engine_handle_keeps_the_name_users_write() -> None:
     assert ttscale.Engine is ttscale.SharedEngine is SharedEngine
     assert "Engine" in ttscale.__all__ and "SharedEngine" in ttscale.__all__
     assert not hasattr(importlib.import_module("ttscale.running.session"), "Engine")
+
+
+def test_a_former_path_or_name_warns_with_its_new_home_and_the_version_that_removes_it() -> None:
+    # In a fresh interpreter: a module imports once per process, and so warns once.
+    code = """
+import importlib, warnings
+import ttscale
+warnings.simplefilter("always")
+for former, home in sorted(ttscale.FORMER_PATHS.items()):
+    with warnings.catch_warnings(record=True) as caught:
+        assert importlib.import_module(former) is importlib.import_module(home)
+    assert [w.category for w in caught] == [DeprecationWarning], former
+    assert str(caught[0].message) == (f"{former} moved to {home}; import it from there (the former path goes in "
+                                      f"ttscale {ttscale.FORMER_PATHS_REMOVED_IN})"), caught[0].message
+with warnings.catch_warnings(record=True) as caught:
+    from ttscale.scaling.coverage import pass_at_k
+from ttscale.stats.metrics import pass_at_k as home
+assert pass_at_k is home and [w.category for w in caught] == [DeprecationWarning]
+assert "ttscale.scaling.coverage.pass_at_k moved to ttscale.stats.metrics.pass_at_k" in str(caught[0].message)
+try:
+    from ttscale.scaling.coverage import no_such_name
+except ImportError as exc:
+    print("refused:", exc)
+print("ok", len(ttscale.FORMER_PATHS))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "refused: cannot import name 'no_such_name'" in out and out.strip().endswith(
+        f"ok {len(ttscale.FORMER_PATHS)}")
+    assert ttscale.FORMER_PATHS["ttscale.confidence"] == "ttscale.engine.confidence"  # users' scripts import it

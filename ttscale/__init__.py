@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from ttscale.budget import Budget, Ledger
 from ttscale.registry import Registry
 from ttscale.schema import Answer, Completion, Generation, Problem, RunRecord, Sample, SamplingParams
-from ttscale.version import __version__
+from ttscale.version import FORMER_NAMES as FORMER_NAMES
+from ttscale.version import FORMER_PATHS_REMOVED_IN as FORMER_PATHS_REMOVED_IN
+from ttscale.version import __version__, moved
 
 _API = ("run", "sweep", "fit", "report", "SharedEngine", "Run", "Sweep", "read_records")
 #: Public names that were renamed, by what users write: `ttscale.Engine` is the shared engine handle
@@ -36,11 +38,13 @@ FORMER_PATHS = {
     "ttscale.verifiers.pool": "ttscale.answers.pool",
     "ttscale.evals.extract": "ttscale.answers.extract",
     "ttscale.evals.metrics": "ttscale.stats.metrics",
+    "ttscale.confidence": "ttscale.engine.confidence",
 }
 """Modules that moved, by the path README, docs or plugins imported them at: the former path is the module itself
 (`sys.modules` holds it under both names, so a patch through either reaches every caller), imported only when the
-former path is. Code in this repository imports the new paths (docs/architecture.md, Layers)."""
-
+former path is, with a DeprecationWarning naming the new path and the version that removes it
+(`FORMER_PATHS_REMOVED_IN`; names that moved out of a module that stayed: `FORMER_NAMES`, both in ttscale.version).
+Code in this repository imports the new paths (docs/architecture.md, Layers)."""
 
 class _FormerPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """The import hook behind `FORMER_PATHS`: one entry a moved module, instead of a file at each former path."""
@@ -49,6 +53,7 @@ class _FormerPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(name, self) if name in FORMER_PATHS else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        moved(spec.name, FORMER_PATHS[spec.name])
         module = importlib.import_module(FORMER_PATHS[spec.name])
         spec.loader_state = module.__spec__
         return module

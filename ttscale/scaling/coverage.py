@@ -140,3 +140,11 @@ def fit_coverage_from_samples(
     return fit_coverage(
         k=ks, coverage=pass_at_k_array(n=ns, correct=correct, k=ks), n_boot=n_boot, level=level, seed=seed
     )
+
+
+def __getattr__(name: str) -> object:
+    # Names that moved out of this module (ttscale.FORMER_NAMES: `pass_at_k` is ttscale.stats.metrics') still import
+    # from here, with a DeprecationWarning naming the new home.
+    from ttscale.version import former_name
+
+    return former_name(__name__, name)
