@@ -14,7 +14,8 @@ cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart t
 ``mode = "plain"`` is mutated without mutmut's switch (``plain.py``: each mutant written into a staging copy as
 plain source), which reaches that child; its results have the same shape.
 
-Usage: python tools/mutation/run.py [--report-only] [--baseline] [--survivors-only] [--stage DIR] [MODULE ...]
+Usage: python tools/mutation/run.py [--report-only] [--baseline] [--survivors-only] [--max-children N] [--stage DIR]
+       [MODULE ...]
 """
 
 from __future__ import annotations
@@ -86,8 +87,14 @@ def build_stage(stage: Path, module: dict, settings: dict, tests: list[str]) -> 
         (stage / "src").mkdir()
         shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
         source_paths.append("src")
-    # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path).
+    # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path),
+    # and so do the folders a module's tests read by path (`also_copy` in config.toml: test_power.py imports
+    # benchmarks/power.py's experiments).
     also_copy = [top] if top not in PACKAGE_DIRS else []
+    for folder in module.get("also_copy", []):
+        if folder not in also_copy:
+            shutil.copytree(ROOT / folder, stage / folder, ignore=IGNORE, dirs_exist_ok=True)
+            also_copy.append(folder)
     with open(ROOT / "pyproject.toml", "rb") as f:
         pytest_ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
     text = f"""[tool.pytest.ini_options]
@@ -280,10 +287,17 @@ def main() -> None:
                         help=f"without the tests under {MUTATION_TESTS}, into results/before/ (the BEFORE scores)")
     parser.add_argument("--survivors-only", action="store_true",
                         help="plain-mode modules: run again only the mutants the saved result has not killed")
+    parser.add_argument("--max-children", type=int, default=None,
+                        help="mutmut's worker processes for this run (default: config.toml's max_children); 1 leaves "
+                             "a core to other work on a shared 2-core machine")
     parser.add_argument("--stage", type=Path, default=Path(tempfile.gettempdir()) / "ttscale-mutation",
                         help="where the staging copies go (default: %(default)s)")
     args = parser.parse_args()
     config = load_config()
+    if args.max_children is not None:
+        if args.max_children < 1:
+            raise SystemExit("--max-children must be at least 1")
+        config["mutmut"]["max_children"] = args.max_children
     names = args.modules or list(config["modules"])
     unknown = [n for n in names if n not in config["modules"]]
     if unknown:

@@ -1,0 +1,169 @@
+"""ttscale.comparisons.until_decided's reading of one look, its words and its stored state (issue 60), on hand-made
+rows whose counts give Tango's statistic in closed form: with one pair per problem and no B-only pair, T(0) for
+`better:0` is McNemar's b/√b. Every way a look ends is here: a boundary crossed, the cap, the task's last problem
+(before its look's size, or exactly at it), and no pair at all."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ttscale.comparisons.until_decided import (
+    DEFAULT_MAX_PROBLEMS,
+    arguments,
+    load,
+    markdown_lines,
+    read_look,
+    save,
+    settle,
+)
+from ttscale.stats.power import Claim
+from ttscale.stats.sequential import SequentialPlan
+
+PLAN = SequentialPlan(claim=Claim(kind="better", value=0.0), max_problems=40, batch=10)
+C = [float(x) for x in PLAN.critical_values()]
+
+
+def rows(a_only: int, b_only: int = 0, both: int = 0, neither: int = 0) -> list[list[tuple[float, float]]]:
+    return ([[(1.0, 0.0)]] * a_only + [[(0.0, 1.0)]] * b_only + [[(1.0, 1.0)]] * both + [[(0.0, 0.0)]] * neither)
+
+
+def test_a_look_inside_its_boundary_continues_and_says_so() -> None:
+    read = read_look(PLAN, 0, rows(8, neither=2), problems=10)
+    t = 8 / math.sqrt(8)  # 2.83 < c_1 = 4.33
+    assert read["outcome"] == "continue"
+    assert (read["look"], read["problems"], read["paired_problems"], read["pairs"]) == (1, 10, 10, 10)
+    assert (read["only_a"], read["only_b"], read["difference"], read["design_effect"]) == (8, 0, 0.8, 1.0)
+    assert read["critical"] == round(C[0], 4)
+    assert read["statistic"] == {"T(+0 pts)": round(t, 4)}
+    assert read["why"] == f"look 1 of 4 at 10 problems (10 pairs): T(+0 pts) = {t:.2f} inside ±{C[0]:.2f}"
+
+
+def test_a_look_that_crosses_names_the_arms_and_the_verdict() -> None:
+    read = read_look(PLAN, 1, rows(18, b_only=2), problems=20, names=("fast", "slow"))
+    t = 16 / math.sqrt(20)  # 3.58 > c_2 = 2.96
+    assert read["outcome"] == "reproduced"
+    assert read["why"] == (f"look 2 of 4 at 20 problems (20 pairs): T(+0 pts) = {t:.2f} crossed the boundary "
+                           f"±{C[1]:.2f}: fast vs slow, better by more than 0 pts reproduced")
+    read = read_look(PLAN, 1, rows(2, b_only=18), problems=20, names=("fast", "slow"))
+    assert read["outcome"] == "not reproduced" and read["why"].endswith("better by more than 0 pts not reproduced")
+
+
+def test_the_cap_s_look_without_a_verdict_is_inconclusive_and_says_the_cap() -> None:
+    read = read_look(PLAN, 3, rows(5, b_only=3, both=32), problems=40, task_problems=100)
+    t = 2 / math.sqrt(8)
+    assert read["outcome"] == "inconclusive" and read["critical"] == round(C[3], 4)
+    assert read["why"] == (f"look 4 of 4 at 40 problems (40 pairs), the cap: T(+0 pts) = {t:.2f} inside "
+                           f"±{C[3]:.2f}, no verdict either way")
+
+
+@pytest.mark.parametrize(("problems", "task_problems"), [(15, None), (15, 15), (20, 20)])
+def test_the_task_s_last_problem_makes_its_look_the_last_and_spends_the_error_left(problems: int,
+                                                                                   task_problems: int | None) -> None:
+    # Fewer problems than the look's 20 (15), or the task's last at exactly the look's size (20 of 20).
+    read = read_look(PLAN, 1, rows(5, b_only=3, both=problems - 8), problems=problems, task_problems=task_problems)
+    z = PLAN.critical_at_end(1, problems)
+    assert z < C[1] and read["critical"] == round(z, 4)
+    assert read["outcome"] == "inconclusive"
+    assert read["why"].startswith(f"look 2 of 4 at {problems} problems ({problems} pairs), the task's last problem "
+                                  f"(it has {problems}, the cap was 40): ")
+    assert ", the cap:" not in read["why"]
+
+
+def test_a_look_the_task_still_has_problems_beyond_is_not_the_last() -> None:
+    read = read_look(PLAN, 1, rows(5, b_only=3, both=12), problems=20, task_problems=21)
+    assert read["outcome"] == "continue" and read["critical"] == round(C[1], 4)
+
+
+def test_the_cap_reached_with_the_task_s_last_problem_uses_the_planned_boundary() -> None:
+    read = read_look(PLAN, 3, rows(5, b_only=3, both=32), problems=40, task_problems=40)
+    assert read["critical"] == round(C[3], 4) and "the task's last problem" not in read["why"]
+
+
+@pytest.mark.parametrize(("index", "last"), [(0, False), (3, True)])
+def test_a_look_with_no_pair_reads_nothing(index: int, last: bool) -> None:
+    problems = PLAN.looks[index]
+    read = read_look(PLAN, index, [], problems=problems)
+    assert read == {"look": index + 1, "problems": problems, "paired_problems": 0, "critical": round(C[index], 4),
+                    "outcome": "inconclusive" if last else "continue", "statistic": {},
+                    "why": f"look {index + 1}: no pair without an error among {problems} problems"}
+
+
+def test_the_statistics_shown_are_those_each_claim_reads() -> None:
+    for claim, keys in ((Claim(kind="not_worse", value=0.05), ["T(-5 pts)"]),
+                        (Claim(kind="equal", value=0.05), ["T(-5 pts)", "T(+5 pts)"]),
+                        (Claim(kind="better", value=0.1), ["T(+10 pts)"])):
+        plan = SequentialPlan(claim=claim, max_problems=40, batch=10)
+        read = read_look(plan, 0, rows(5, b_only=1, both=4), problems=10)
+        assert list(read["statistic"]) == keys
+
+
+# -- the stored state and its words --------------------------------------------------------------------------
+
+def test_a_new_comparison_s_settings_default_to_the_cap_and_the_recommended_design() -> None:
+    state = settle("better:0", None, None)
+    assert state["max_problems"] == DEFAULT_MAX_PROBLEMS == 200
+    assert state["looks_at"][0] == 10 and state["looks_at"][-1] == 200 and len(state["looks_at"]) == 20
+    assert state["looks"] == [] and state["stopped"] is None and state["arms"] is None
+    assert state["claim"] == "better:0" and state["claim_text"] == "better by more than 0 pts"
+    assert arguments(runs=[], resume=None, limit=None, strategies=["a", "b"], claim=None, max_problems=None,
+                     batch=None) is None
+    assert arguments(runs=[], resume=None, limit=None, strategies=["a", "b"], claim="better:0", max_problems=None,
+                     batch=None) == state
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"runs": ["x"]}, "run directories are compared as they are"),
+    ({"resume": "d"}, "a resumed comparison continues the claim it stored"),
+    ({"design": "pocock", "claim": None}, "max_problems, batch and design apply only with until_decided"),
+    ({"batch": 5, "claim": None}, "max_problems, batch and design apply only with until_decided"),
+    ({"max_problems": True}, "max_problems must be a whole number ≥ 2, got True"),
+    ({"max_problems": 2.5}, "max_problems must be a whole number ≥ 2, got 2.5"),
+])
+def test_arguments_that_do_not_go_together_are_refused(kwargs: dict, message: str) -> None:
+    settings = {"runs": [], "resume": None, "limit": None, "strategies": ["a", "b"], "claim": "better:0",
+                "max_problems": None, "batch": None, **kwargs}
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        arguments(**settings)
+
+
+def test_a_saved_state_loads_back_and_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    assert load(tmp_path) is None  # a fixed-size comparison has no such file
+    state = settle("equal:2", 60, 6)
+    save(tmp_path, state)
+    assert load(tmp_path) == state
+    path = next(tmp_path.iterdir())
+    foreign = ['{"format": "something else"}', "[1, 2]", "not json", '{"format": "ttscale.comparisons.until_decided"}']
+    for text in foreign:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=f"cannot read {path}"):
+            load(tmp_path)
+
+
+def test_the_words_of_a_comparison_not_yet_decided() -> None:
+    state = settle("better:0", 40, 10)
+    state["looks"] = [{"look": 1}]
+    lines = markdown_lines(state)
+    assert lines[0].startswith("Until decided: better by more than 0 pts (better:0), 4 looks at 10, 20, 30, 40 "
+                               "problems (the cap), group-sequential boundaries (")
+    assert lines[0].endswith(", a look every 10 problems; α = 0.05 over all looks).")
+    assert lines[1] == "Not decided yet: 1 look(s) read; `ttscale compare --resume DIR` continues."
+    many = markdown_lines(settle("better:0", 200, None))
+    assert "20 looks at 10, 20, 30, 40, ..., 200 problems" in many[0] and "a look every" not in many[0]
+
+
+def test_the_words_of_a_decided_comparison_give_what_it_saved() -> None:
+    state = settle("better:0", 40, 10)
+    state["stopped"] = {"look": 2, "problems": 20, "outcome": "reproduced", "why": "look 2 of 4 at 20 problems"}
+    state["fixed_size"] = {"problems_80": 33, "verdict": "reproduced", "at": "the measured Δ"}
+    lines = markdown_lines(state)
+    assert lines[-2] == "Stopped at look 2 of 4 at 20 problems."
+    assert lines[-1] == ("Problems used: 20; 20 of the cap's 40 problems never ran; a fixed-size comparison deciding "
+                         "it (reproduced) at 80% power would need 33 (the measured Δ).")
+    state["stopped"]["problems"] = 40
+    state["fixed_size"] = None
+    assert markdown_lines(state)[-1] == "Problems used: 40; it ran to the cap."
+    assert json.loads(json.dumps(state)) == state  # the state is plain JSON
