@@ -72,7 +72,12 @@ def test_a_resumed_run_reads_what_is_left_and_what_was_spent(tmp_path: Path, pre
                           {"id": ids[2], "correct": False, "ledger": {"spent": 5.0}}], wall=4.0)
     stored = config(out)
     seen: list[Any] = []
-    writer = open_run(out, resume=True, prepare=lambda s: seen.append(s) or prepared, engine=None)
+
+    def prepared_from(stored_now: Any) -> Any:
+        seen.append(stored_now)
+        return prepared
+
+    writer = open_run(out, resume=True, prepare=prepared_from, engine=None)
     # The stored config.json (in today's shape), read once, is what the run is prepared from.
     assert len(seen) == 1 and (seen[0]["identity"], seen[0]["command"]) == (stored["identity"], stored["command"])
     assert not writer.new
