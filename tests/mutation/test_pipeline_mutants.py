@@ -6,6 +6,9 @@ leaves: results.jsonl's finished lines, no summary.json)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,10 @@ import pytest
 import ttscale
 import ttscale.engine
 import ttscale.running.runner
+from ttscale.pipeline import carry_out
+from ttscale.running.run_spec import RunSpec
+from ttscale.runstore.names import ENGINE_LOG
+from ttscale.runstore.storage import RunDirError
 from ttscale.testing import SimulatedArithmeticPolicy
 
 TASK = "arithmetic:1-2"
@@ -119,3 +126,110 @@ def test_a_resumed_run_counts_what_it_ran_and_what_it_found(tmp_path: Path) -> N
     assert done["problems"] == 4 and done["resumed"] is True and done["unfinished"] == 0
     assert done["correct"] == sum(bool(r.get("correct")) for r in records)
     assert done["total_generated_tokens"] == sum(r["ledger"]["generated_tokens"] for r in records)
+
+
+# -- carry_out's own choices: the stored parameters, where a run goes, what it refuses, its engine's setting -------
+
+class Watching(SimulatedArithmeticPolicy):
+    """The simulated policy, noting vLLM's logging level as each request sees the environment."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=1)
+        self.levels: set[str | None] = set()
+
+    async def generate(self, prompt: Any, params: Any, *, seed: int | None = None) -> Any:
+        self.levels.add(os.environ.get("VLLM_LOGGING_LEVEL"))
+        return await super().generate(prompt, params, seed=seed)
+
+
+def spec(**kwargs: Any) -> RunSpec:
+    settings: dict[str, Any] = {"strategy": "self_consistency", "task": TASK, "budget": "256", "limit": 3,
+                                "params": {"n": 3}}
+    settings.update(kwargs)
+    return RunSpec(**settings)
+
+
+def test_a_resumed_spec_without_params_takes_the_stored_ones(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    carry_out(spec(), out=out, engine=SimulatedArithmeticPolicy(seed=1), resume=False)
+    cut_off(out, 1)
+    # The spec made over the stored one drops its params: the run resumed is still the stored run (n = 3), not
+    # one with today's defaults, which its identity would refuse.
+    seen: list[Any] = []
+
+    def over(stored: RunSpec | None) -> RunSpec:
+        seen.append(stored)
+        assert stored is not None
+        return replace(stored, params={})
+
+    done = carry_out(over, out=out, engine=SimulatedArithmeticPolicy(seed=1), resume=True)
+    assert seen[0] is not None and seen[0].params["n"] in (3, "3")
+    records = [json.loads(line) for line in lines(out)]
+    assert done.summary["problems"] == 3 and all(r["ledger"]["samples"] == 3 for r in records if r["ledger"]["calls"])
+    # A param given on the resume goes over the stored one under its own name (its alias too): a different run.
+    with pytest.raises(RunDirError, match="the run differs"):
+        carry_out(lambda stored: replace(stored, params={"n": 2}), out=out,  # type: ignore[arg-type]
+                  engine=SimulatedArithmeticPolicy(seed=1), resume=True)
+
+
+def test_a_spec_made_over_the_stored_one_needs_the_folder(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=re.escape("a spec made over the stored run's needs out= (the run to read "
+                                                   "it from)")):
+        carry_out(lambda stored: spec(), engine=SimulatedArithmeticPolicy(seed=1))
+
+
+def test_a_run_without_a_folder_goes_under_runs_named_by_its_spec(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    done = carry_out(spec(task="arithmetic:1-2"), engine=SimulatedArithmeticPolicy(seed=1))
+    assert done.path.parent == Path("runs")
+    assert done.path.name.startswith("self_consistency-arithmetic-1-2-256-")
+    assert (tmp_path / done.path / "summary.json").is_file()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"total_budget": "600"}, "a total budget needs one process (its pool ledger is in memory): drop distributed="),
+    ({"backend": "openai", "server": "served"},
+     "distributed= starts vLLM engines; it does not apply to a served model (backend openai)"),
+])
+def test_what_ray_workers_cannot_run_is_refused_before_anything_starts(tmp_path: Path, kwargs: dict[str, Any],
+                                                                       message: str) -> None:
+    from ttscale.engine.openai import OpenAIConfig
+    from ttscale.running.distributed import DistributedConfig
+
+    if kwargs.get("server"):
+        served = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="served", tokenizer="embedded")
+        kwargs = {**kwargs, "server": served}
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        carry_out(spec(**kwargs), out=out, distributed=DistributedConfig(workers=1))
+    assert not out.exists()
+    with pytest.raises(ValueError, match="engine= is for a run in this process"):
+        carry_out(spec(), out=out, distributed=DistributedConfig(workers=1), engine=SimulatedArithmeticPolicy(seed=1))
+
+
+def test_the_engine_runs_with_vllm_s_info_logging_unless_set_and_only_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    engine = Watching()
+    carry_out(spec(), out=tmp_path / "a", engine=engine)
+    assert engine.levels == {"INFO"} and "VLLM_LOGGING_LEVEL" not in os.environ
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
+    engine = Watching()
+    carry_out(spec(), out=tmp_path / "b", engine=engine)
+    assert engine.levels == {"DEBUG"}
+
+
+def test_an_engine_started_here_writes_to_the_run_s_log_unless_verbose(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    async def simulated(config: Any) -> SimulatedArithmeticPolicy:
+        return SimulatedArithmeticPolicy(seed=1)
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", simulated)
+    quiet = carry_out(spec(), out=tmp_path / "quiet")
+    assert (quiet.path / ENGINE_LOG).is_file()
+    loud = carry_out(spec(), out=tmp_path / "loud", verbose=True)
+    assert not (loud.path / ENGINE_LOG).exists()
+    given = carry_out(spec(), out=tmp_path / "given", engine=SimulatedArithmeticPolicy(seed=1))
+    assert not (given.path / ENGINE_LOG).exists()  # an engine given: its output is the caller's
