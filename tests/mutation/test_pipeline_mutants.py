@@ -167,9 +167,12 @@ def test_a_resumed_spec_without_params_takes_the_stored_ones(tmp_path: Path) -> 
     records = [json.loads(line) for line in lines(out)]
     assert done.summary["problems"] == 3 and all(r["ledger"]["samples"] == 3 for r in records if r["ledger"]["calls"])
     # A param given on the resume goes over the stored one under its own name (its alias too): a different run.
+    def two(stored: RunSpec | None) -> RunSpec:
+        assert stored is not None
+        return replace(stored, params={"n": 2})
+
     with pytest.raises(RunDirError, match="the run differs"):
-        carry_out(lambda stored: replace(stored, params={"n": 2}), out=out,  # type: ignore[arg-type]
-                  engine=SimulatedArithmeticPolicy(seed=1), resume=True)
+        carry_out(two, out=out, engine=SimulatedArithmeticPolicy(seed=1), resume=True)
 
 
 def test_a_spec_made_over_the_stored_one_needs_the_folder(tmp_path: Path) -> None:
