@@ -153,3 +153,48 @@ def test_a_ratio_on_the_wrong_side_of_h_has_no_size_and_a_huge_effect_needs_two_
     assert ratio_problems(Claim(kind="ratio", value=0.8), Ratio(ratio=0.9, spread=0.3), 0.8) is None
     assert ratio_problems(Claim(kind="ratio", value=1.5), Ratio(ratio=1.5, spread=0.3), 0.8) is None
     assert ratio_problems(Claim(kind="ratio", value=1.1), Ratio(ratio=20.0, spread=0.1), 0.8) == 2
+
+
+# -- compare's words on a difference's and a ratio's size ------------------------------------------------------
+
+def test_a_difference_s_words_name_what_its_problems_detect_and_what_the_measured_one_needs() -> None:
+    from ttscale.stats.power import accuracy_detectable, difference_evidence
+
+    acc = Accuracy(difference=-0.05, discordance=0.3, repeats=2, design_effect=1.5)
+    mirrored = Accuracy(difference=0.05, discordance=0.3, repeats=2, design_effect=1.5)  # either way: |Δ|
+    either = Claim(kind="better", value=0.0)
+    smallest = accuracy_detectable(either, mirrored, 40)
+    needed = accuracy_problems(either, mirrored, 0.8)
+    assert smallest is not None and needed is not None and needed > 40
+    head = f"40 × 2 problems detect |Δ| ≥ {100 * smallest:.1f} pts with 80% power"
+    assert difference_evidence(acc, 40, detectable=True) == head
+    assert difference_evidence(acc, 40, detectable=False) == f"{head}; the measured Δ needs {needed} × 2 problems"
+    assert difference_evidence(acc, 40, detectable=False, tokens_per_pair=150.0) == (
+        f"{head}; the measured Δ needs {needed} × 2 problems (about {needed * 2 * 150.0:.3g} generated tokens, "
+        "both arms)")
+    assert difference_evidence(acc, 40, detectable=True, tokens_per_pair=150.0) == head
+    one = Accuracy(difference=0.0, discordance=0.2)
+    text = difference_evidence(one, 40, detectable=False, tokens_per_pair=150.0)
+    assert text.startswith("40 problems detect |Δ| ≥ ") and text.endswith("; no size detects the measured Δ (0)")
+
+
+def test_a_ratio_s_words_are_the_z_test_s_on_the_measured_spread() -> None:
+    import statistics
+
+    from ttscale.stats.power import ratio_evidence
+
+    a = [10.0, 12.0, 9.0, 15.0, 11.0, 13.0, 8.0, 14.0]
+    b = [9.0, 10.0, 9.5, 11.0, 10.0, 12.0, 9.0, 10.5]
+    n = len(a)
+    sigma = statistics.stdev(x / statistics.fmean(a) - y / statistics.fmean(b) for x, y in zip(a, b, strict=True))
+    shown = math.exp((Z + N.inv_cdf(0.8)) / math.sqrt(n) * sigma)
+    head = f"{n} problems tell ≥ {shown:.2f}x or ≤ {1 / shown:.2f}x from 1 at 80% power"
+    assert ratio_evidence(np.array(a), np.array(b), detectable=True) == head
+    distance = abs(math.log(sum(a) / sum(b)))
+    needed = max(2, math.ceil(((Z + N.inv_cdf(0.8)) * sigma / distance) ** 2))
+    assert ratio_evidence(a, b, detectable=False) == f"{head}; the measured ratio needs {needed} problems"  # type: ignore[arg-type]
+    same = [10.0, 12.0, 9.0, 15.0]
+    assert ratio_evidence(np.array(same), np.array(same[::-1]), detectable=False).endswith(  # type: ignore[union-attr]
+        "; no size tells the measured ratio (1.00x) from 1")
+    assert ratio_evidence(np.array(same), 2 * np.array(same), detectable=True) is None  # a constant ratio: told
+    assert ratio_evidence(np.array([3.0]), np.array([2.0]), detectable=True) is None  # one problem: no spread
