@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,75 @@ def test_the_words_of_a_decided_comparison_give_what_it_saved() -> None:
     state["fixed_size"] = None
     assert markdown_lines(state)[-1] == "Problems used: 40; it ran to the cap."
     assert json.loads(json.dumps(state)) == state  # the state is plain JSON
+
+
+# -- a comparison that starts its own engine ------------------------------------------------------------------
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_comparison_starts_one_engine_for_all_its_looks_only_when_a_look_has_problems_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verbose: bool
+) -> None:
+    import ttscale.running.launch
+    from tests.adaptive.sim import SeededSimulator, engine_config
+    from ttscale.comparisons.paired import compare
+    from ttscale.comparisons.until_decided import FILE
+    from ttscale.runstore.names import ENGINE_LOG
+
+    starts: list[Path | None] = []
+    closed: list[int] = []
+
+    class Counted(SeededSimulator):
+        async def close(self) -> None:
+            closed.append(1)
+            await super().close()
+
+    async def start_logged(config: object, *, log: Path | None) -> Counted:
+        starts.append(log)
+        return Counted(seed=1)
+
+    monkeypatch.setattr(ttscale.running.launch, "start_logged", start_logged)
+    out = tmp_path / "cmp"
+
+    def run(**kwargs: object) -> object:
+        return compare(progress=False, log=lambda _: None, engine=None, verbose=verbose, **kwargs)  # type: ignore[arg-type]
+
+    run(strategies=["self_consistency n=1 max_tokens=40", "self_consistency n=1 max_tokens=40 verifier=arithmetic"],
+        repeats=2, budget="400", task="arithmetic:1-3", engine_config=engine_config(tmp_path), out=out,
+        until_decided="better:0", max_problems=30, batch=10)
+    state = json.loads((out / FILE).read_text())
+    assert len(state["looks"]) == 3 and state["stopped"] is not None  # three looks (to the cap) on one engine
+    assert starts == [None if verbose else out / ENGINE_LOG] and closed == [1]
+    # Resumed once decided: nothing to run, so no engine starts.
+    run(resume=out)
+    assert len(starts) == 1 and closed == [1]
+    # Cut back to before its last look was read (a kill after that look's cells ran): the records already hold the
+    # look's problems, so it is read again without an engine, to the same outcome.
+    stopped = state["stopped"]
+    state["looks"], state["stopped"] = state["looks"][:-1], None
+    state.pop("fixed_size", None)
+    (out / FILE).write_text(json.dumps(state))
+    run(resume=out)
+    again = json.loads((out / FILE).read_text())
+    assert len(again["looks"]) == 3 and again["stopped"] == stopped
+    assert len(starts) == 1 and closed == [1]
+
+
+def test_a_foreign_state_file_is_named_as_such(tmp_path: Path) -> None:
+    (tmp_path / "until_decided.json").write_text('{"format": "other"}')
+    with pytest.raises(ValueError, match=re.escape("not a ttscale.comparisons.until_decided file")):
+        load(tmp_path)
+
+
+def test_the_words_name_the_stored_design_or_the_one_before_designs() -> None:
+    from ttscale.stats.designs import LEGACY, Design
+
+    design = Design(spending="pocock", looks=8, first=10)
+    state = settle("better:0", 80, None, design)
+    assert len(state["looks_at"]) == 8
+    first = markdown_lines(state)[0]
+    assert f"8 looks at {', '.join(map(str, state['looks_at']))} problems (the cap)" in first
+    assert f"group-sequential boundaries ({design.text()}; α = 0.05 over all looks)." in first
+    nine = settle("better:0", 90, None, Design(spending="pocock", looks=9, first=10))
+    assert "9 looks at 10, 20, 30, 40, ..., 90 problems" in markdown_lines(nine)[0]
+    old = {k: v for k, v in settle("better:0", 60, 6).items() if k not in ("design", "design_text")}
+    assert f"({LEGACY.text()}, a look every 6 problems; α" in markdown_lines(old)[0]
