@@ -72,28 +72,34 @@ def toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(x) for x in items) + "]"
 
 
-def build_stage(stage: Path, module: dict, settings: dict, tests: list[str]) -> None:
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    for top, dest in PACKAGE_DIRS.items():
-        shutil.copytree(ROOT / top, stage / dest, ignore=IGNORE, dirs_exist_ok=True)
-    shutil.copytree(ROOT / "tests", stage / "tests", ignore=IGNORE)
+def build_stage(stage: Path, module: dict, settings: dict, tests: list[str], *, refresh: bool = False) -> None:
+    """The staging copy for `module` (see the module doc). `refresh`: keep an earlier run's stage and its mutants
+    (their results stand), bringing only today's tests and settings into it (`--survivors-only`)."""
     top, _, rest = module["file"].partition("/")
-    source_paths = ["ttscale"]
-    if top not in PACKAGE_DIRS:
-        # The folder without the mutated file (the tests' own sys.path entry must not find the original first).
-        shutil.copytree(ROOT / top, stage / top, ignore=shutil.ignore_patterns(rest, "__pycache__", "*.pyc"))
-        (stage / "src").mkdir()
-        shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
-        source_paths.append("src")
+    source_paths = ["ttscale"] + (["src"] if top not in PACKAGE_DIRS else [])
+    if refresh:
+        for where in (stage / "tests", stage / "mutants" / "tests"):
+            shutil.copytree(ROOT / "tests", where, ignore=IGNORE, dirs_exist_ok=True)
+    else:
+        if stage.exists():
+            shutil.rmtree(stage)
+        stage.mkdir(parents=True)
+        for top_dir, dest in PACKAGE_DIRS.items():
+            shutil.copytree(ROOT / top_dir, stage / dest, ignore=IGNORE, dirs_exist_ok=True)
+        shutil.copytree(ROOT / "tests", stage / "tests", ignore=IGNORE)
+        if top not in PACKAGE_DIRS:
+            # The folder without the mutated file (the tests' own sys.path entry must not find the original first).
+            shutil.copytree(ROOT / top, stage / top, ignore=shutil.ignore_patterns(rest, "__pycache__", "*.pyc"))
+            (stage / "src").mkdir()
+            shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
     # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path),
     # and so do the folders a module's tests read by path (`also_copy` in config.toml: test_power.py imports
     # benchmarks/power.py's experiments).
     also_copy = [top] if top not in PACKAGE_DIRS else []
     for folder in module.get("also_copy", []):
         if folder not in also_copy:
-            shutil.copytree(ROOT / folder, stage / folder, ignore=IGNORE, dirs_exist_ok=True)
+            if not refresh:
+                shutil.copytree(ROOT / folder, stage / folder, ignore=IGNORE, dirs_exist_ok=True)
             also_copy.append(folder)
     with open(ROOT / "pyproject.toml", "rb") as f:
         pytest_ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
@@ -114,6 +120,8 @@ use_git_change_detection = false
 also_copy = {toml_list(also_copy)}
 """
     (stage / "pyproject.toml").write_text(text)
+    if refresh:
+        (stage / "mutants" / "pyproject.toml").write_text(text)
 
 
 def collect(stage: Path, out: Path) -> None:
@@ -151,10 +159,26 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
         previous = json.loads(saved.read_text()) if survivors_only and saved.exists() else None
         run = run_plain(name, module, settings, stage_root, tests, previous=previous)
         return save_result(name, module, tests, time.monotonic() - start, run, baseline=baseline)
-    build_stage(stage, module, settings, tests)
+    again: list[str] = []
+    saved = RESULTS / f"{name}.json"
+    if survivors_only and not baseline and saved.exists() and (stage / "mutants").is_dir():
+        # mutmut keeps every mutant's result in the stage: with names it runs only those again, against today's
+        # tests (it collects the new tests' coverage first); the others' results stand. Only while the module's
+        # source is the one the stage mutated.
+        if (stage / staged_path(module["file"])).read_bytes() != (ROOT / module["file"]).read_bytes():
+            raise SystemExit(f"{name}: {module['file']} changed since its stage was made: run it whole")
+        exclusions = load_exclusions()
+        again = [m for m, v in json.loads(saved.read_text())["mutants"].items()
+                 if v["status"] not in KILLED and m not in exclusions]
+        if not again:
+            print(f"   {name}: no survivors to run again", flush=True)
+            return json.loads(saved.read_text())
+        build_stage(stage, module, settings, tests, refresh=True)
+    else:
+        build_stage(stage, module, settings, tests)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(settings["max_children"])],
-                          cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(settings["max_children"]),
+                           *again], cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.monotonic() - start
     (stage / "mutmut-run.log").write_text(proc.stdout)
     if proc.returncode != 0:
@@ -163,7 +187,12 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
         return None
     out = stage / "collected.json"
     subprocess.run([sys.executable, __file__, "--collect", str(stage), str(out)], check=True, cwd=stage)
-    return save_result(name, module, tests, seconds, {"mutants": json.loads(out.read_text())}, baseline=baseline)
+    run = {"mutants": json.loads(out.read_text())}
+    if again:  # this run's time is the survivors' alone: the whole run's is kept beside it
+        first = json.loads(saved.read_text())
+        run["survivors_run"] = {"mutants": len(again), "seconds": round(seconds, 1)}
+        seconds = first["seconds"] + seconds
+    return save_result(name, module, tests, seconds, run, baseline=baseline)
 
 
 def save_result(name: str, module: dict, tests: list[str], seconds: float, run: dict, *, baseline: bool) -> dict:
@@ -286,7 +315,8 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true",
                         help=f"without the tests under {MUTATION_TESTS}, into results/before/ (the BEFORE scores)")
     parser.add_argument("--survivors-only", action="store_true",
-                        help="plain-mode modules: run again only the mutants the saved result has not killed")
+                        help="run again only the mutants the saved result has not killed (a mutmut module: in its "
+                             "kept stage, against today's tests)")
     parser.add_argument("--max-children", type=int, default=None,
                         help="mutmut's worker processes for this run (default: config.toml's max_children); 1 leaves "
                              "a core to other work on a shared 2-core machine")
