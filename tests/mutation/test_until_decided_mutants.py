@@ -240,3 +240,59 @@ def test_the_words_name_the_stored_design_or_the_one_before_designs() -> None:
     assert "9 looks at 10, 20, 30, 40, ..., 90 problems" in markdown_lines(nine)[0]
     old = {k: v for k, v in settle("better:0", 60, 6).items() if k not in ("design", "design_text")}
     assert f"({LEGACY.text()}, a look every 6 problems; α" in markdown_lines(old)[0]
+
+
+def test_a_decided_comparison_names_its_arms_and_what_each_look_left_out(tmp_path: Path) -> None:
+    from tests.adaptive.sim import SeededSimulator, engine_config
+    from ttscale.comparisons.paired import compare
+    from ttscale.comparisons.until_decided import FILE
+
+    arms = ["best_of_n n=1 max_tokens=40", "best_of_n n=1 max_tokens=2"]  # a 2-token sample holds no answer
+    compare(strategies=arms, repeats=2, budget="400", task="arithmetic:1-3", engine_config=engine_config(tmp_path),
+            out=tmp_path / "cmp", engine=SeededSimulator(seed=1), progress=False, log=lambda _: None,
+            until_decided="better:0", max_problems=60, batch=6)
+    state = json.loads((tmp_path / "cmp" / FILE).read_text())
+    assert state["stopped"]["outcome"] == "reproduced"
+    names = state["arms"]
+    assert len(names) == 2 and f"{names[0]} vs {names[1]}, better by more than 0 pts reproduced" in \
+        state["stopped"]["why"]
+    assert all(look["excluded"] == {"errored": 0, "errored_problems": 0, "unpaired": 0} for look in state["looks"])
+
+
+def test_an_equal_claim_shows_both_statistics_and_its_interval() -> None:
+    from ttscale.stats.proportions import paired_proportions
+
+    plan = SequentialPlan(claim=Claim(kind="equal", value=0.05), max_problems=40, batch=10)
+    data = rows(3, b_only=2, both=5)
+    read = read_look(plan, 0, data, problems=10)
+    low, high = read["statistic"]["T(-5 pts)"], read["statistic"]["T(+5 pts)"]
+    assert read["why"] == (f"look 1 of 4 at 10 problems (10 pairs): T(-5 pts) = {low:.2f}, T(+5 pts) = {high:.2f} "
+                           f"inside ±{C[0]:.2f}")
+    found = paired_proportions(data)
+    assert read["ci95"] == [found.low, found.high] and found.low < read["difference"] == 0.1 < found.high
+
+
+def test_a_stored_ratio_claim_is_not_a_sequential_state(tmp_path: Path) -> None:
+    state = settle("better:0", 60, 6)
+    state["claim"] = "ratio:1.5"
+    save(tmp_path, state)
+    with pytest.raises(ValueError, match=re.escape("'ratio:1.5' is a cost ratio, which has no sequential boundary")):
+        load(tmp_path)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"runs": ["x"]}, "until_decided applies to a new run of two strategies; run directories are compared as they "
+                      "are"),
+    ({"resume": "d"}, "until_decided applies to a new run of two strategies; a resumed comparison continues the "
+                      "claim it stored"),
+    ({"limit": 5}, "until_decided runs up to max_problems, not limit: give max_problems"),
+    ({"claim": None, "max_problems": 50}, "max_problems, batch and design apply only with until_decided (a comparison "
+                                          "that stops when decided); a fixed-size one takes limit"),
+    ({"strategies": ["a"]}, "until_decided tests a claim of one strategy over another: give two, got 1"),
+])
+def test_each_refusal_says_why_in_full(kwargs: dict, message: str) -> None:
+    settings = {"runs": [], "resume": None, "limit": None, "strategies": ["a", "b"], "claim": "better:0",
+                "max_problems": None, "batch": None, **kwargs}
+    with pytest.raises(ValueError) as caught:
+        arguments(**settings)
+    assert str(caught.value) == message
