@@ -296,3 +296,48 @@ def test_each_refusal_says_why_in_full(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError) as caught:
         arguments(**settings)
     assert str(caught.value) == message
+
+
+def test_the_stored_state_says_its_version_design_spending_and_method() -> None:
+    from ttscale.stats.designs import Design
+
+    design = Design(spending="pocock", looks=4, first=10)
+    for given in (design, design.spec()):
+        state = settle("better:0", 40, None, given)
+        assert state["version"] == 2 and state["design"] == design.to_dict()
+        assert state["design_text"] == design.text() and state["spending"] == "pocock"
+        assert state["method"].startswith("looks at the design's sizes: the first n_k problems of every cell")
+        assert state["looks_at"] == [10, 20, 30, 40] and state["alpha"] == 0.05
+
+
+@pytest.mark.parametrize("cap", [2.5, True, 1, 0])
+def test_a_cap_that_is_not_a_whole_number_of_at_least_two_is_refused(cap: object) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"max_problems must be a whole number ≥ 2, got {cap!r}")):
+        settle("better:0", cap, None)  # type: ignore[arg-type]
+
+
+def test_the_smallest_cap_is_two_problems() -> None:
+    assert settle("better:0", 2, None)["looks_at"] == [2]
+
+
+@pytest.mark.parametrize(("only_a", "verdict", "claim"), [
+    (12, "reproduced", Claim(kind="better", value=0.0)),
+    (12, "not reproduced", Claim(kind="equal", value=0.01)),
+    (4, None, Claim(kind="better", value=0.0)),
+])
+def test_the_fixed_size_plan_says_at_what_it_was_planned(only_a: int, verdict: str | None, claim: Claim) -> None:
+    from ttscale.comparisons.until_decided import fixed_size
+    from ttscale.stats.power import Accuracy, accuracy_problems
+
+    read = {"only_a": only_a, "only_b": 4, "pairs": 60, "paired_problems": 30, "design_effect": 1.0}
+    found = fixed_size(claim, read)
+    d, q = (only_a - 4) / 60, (only_a + 4) / 60
+    assert found is not None and found["verdict"] == verdict
+    assert found["at"] == f"the measured Δ {100 * d:+.1f} pts, discordance {q:.2f}, design effect 1.00"
+    acc = Accuracy(difference=d, discordance=q, repeats=2, design_effect=1.0)
+    if verdict == "reproduced":
+        assert found["problems_80"] == accuracy_problems(claim, acc, 0.8, sims=2000)
+    elif verdict == "not reproduced":  # equal:1 at +13 points: shown not equal as "better than +1" is
+        mirrored = Accuracy(difference=d, discordance=q, repeats=2, design_effect=1.0)
+        assert found["problems_80"] == accuracy_problems(Claim(kind="better", value=0.01), mirrored, 0.8, sims=2000)
+    assert fixed_size(claim, {"look": 1}) is None  # a look with no pair read nothing to plan from
