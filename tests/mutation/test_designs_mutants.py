@@ -167,3 +167,65 @@ def test_a_cap_that_never_reaches_the_power_stops_at_twice_the_fixed_size() -> N
 
 def test_an_unreachable_claim_has_no_recommendation() -> None:
     assert recommend(Claim(kind="better", value=0.1), Accuracy(difference=0.05, discordance=0.3), sims=SIMS) is None
+
+
+def test_a_recommendation_is_stored_at_its_documented_precision() -> None:
+    at = {"line": Characteristics(difference=0.0, expected_problems=31.23456, reproduced=0.0123456,
+                                  not_reproduced=0.0098765),
+          "planned": Characteristics(difference=0.1, expected_problems=20.98765, reproduced=0.8123456,
+                                     not_reproduced=0.0012345)}
+    rec = Recommendation(design=Design(), fixed_problems=24, max_problems=28, power=0.8123456, at=at)
+    assert rec.to_dict() == {
+        "design": Design().to_dict(), "spec": Design().spec(), "fixed_problems": 24, "max_problems": 28,
+        "power": 0.8123, "false_verdicts": round(0.0123456 + 0.0098765, 4),
+        "expected_problems": {"line": 31.2, "planned": 21.0},
+        "at": {"line": {"difference": 0.0, "expected_problems": 31.23, "reproduced": 0.0123, "not_reproduced": 0.0099},
+               "planned": {"difference": 0.1, "expected_problems": 20.99, "reproduced": 0.8123,
+                           "not_reproduced": 0.0012}}}
+    assert Recommendation(design=Design(), fixed_problems=24, max_problems=28, power=0.8,
+                          at={}).to_dict()["false_verdicts"] is None
+
+
+def test_an_option_s_value_is_everything_after_its_first_equals_sign() -> None:
+    with pytest.raises(ValueError, match=re.escape("design option looks must be a number, got '4=5'")):
+        parse_design("pocock,looks=4=5")
+
+
+def test_a_first_look_may_spend_up_to_one_side_s_error() -> None:
+    assert Design(first_spend=0.02).first_spend == 0.02
+    assert Design(first_spend=0.0249).first_spend == 0.0249
+
+
+def test_recommend_sizes_the_fixed_design_itself_with_its_own_simulations() -> None:
+    from ttscale.stats.power import accuracy_problems
+
+    acc = Accuracy(difference=0.3, discordance=0.3)
+    design = Design(first=5, looks=3)
+    rec = recommend(BETTER, acc, design=design, sims=SIMS, seed=5)
+    assert rec is not None and rec.fixed_problems == accuracy_problems(BETTER, acc, 0.8, sims=SIMS, seed=5)
+
+
+def test_a_cap_whose_power_is_exactly_the_target_has_it() -> None:
+    # With 10 sequences a power is a multiple of 0.1: find caps whose simulated power is exactly 0.8 (the fixed
+    # design's target), which has the power ("reaches"), so recommend stops there.
+    design = Design(first=4, looks=3)
+    acc = Accuracy(difference=0.25, discordance=0.4)
+
+    def power(cap: int, seed: int) -> float:
+        return characteristics(design.plan(BETTER, cap), acc, sims=10, seed=seed).reproduced
+
+    at_fixed = at_high = 0
+    for seed in range(40):
+        if at_fixed and at_high:
+            break
+        for fixed in range(6, 30, 3):
+            if power(fixed, seed) == pytest.approx(0.8) and not at_fixed:
+                rec = recommend(BETTER, acc, design=design, sims=10, seed=seed, fixed=fixed)
+                assert rec is not None and rec.max_problems == fixed
+                at_fixed += 1
+            elif (power(fixed, seed) < 0.8 and power(2 * fixed, seed) == pytest.approx(0.8) and not at_high
+                  and any(power(c, seed) >= 0.8 for c in range(fixed + 1, 2 * fixed))):
+                rec = recommend(BETTER, acc, design=design, sims=10, seed=seed, fixed=fixed)
+                assert rec is not None and rec.max_problems < 2 * fixed  # the search goes on below twice
+                at_high += 1
+    assert at_fixed and at_high
