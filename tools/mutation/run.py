@@ -15,7 +15,7 @@ cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart t
 plain source), which reaches that child; its results have the same shape.
 
 Usage: python tools/mutation/run.py [--report-only] [--baseline] [--survivors-only] [--max-children N] [--stage DIR]
-       [MODULE ...]
+       [--save-partial SECONDS] [MODULE ...]
 """
 
 from __future__ import annotations
@@ -195,6 +195,21 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
     return save_result(name, module, tests, seconds, run, baseline=baseline)
 
 
+def save_partial(name: str, module: dict, stage_root: Path, seconds: float) -> dict:
+    """What a mutmut run stopped before its end has checked, saved as the module's result (`--save-partial`): the
+    mutants it never ran are left out and counted in `partial`. mutmut runs the mutants it estimates fastest first,
+    so the checked ones are not a random sample of the file's: the report says so beside the score."""
+    stage = stage_root / name
+    out = stage / "collected.json"
+    subprocess.run([sys.executable, __file__, "--collect", str(stage), str(out)], check=True, cwd=stage)
+    mutants = json.loads(out.read_text())
+    checked = {m: v for m, v in mutants.items() if v["status"] != "not checked"}
+    tests = [t for t in module["tests"] if (ROOT / t).exists()] + (["-k", module["pytest_k"]]
+                                                                     if module.get("pytest_k") else [])
+    run = {"mutants": checked, "partial": {"checked": len(checked), "total": len(mutants)}}
+    return save_result(name, module, tests, seconds, run, baseline=False)
+
+
 def save_result(name: str, module: dict, tests: list[str], seconds: float, run: dict, *, baseline: bool) -> dict:
     result = {"module": name, "file": module["file"], "tests": tests,
               "seconds": round(seconds, 1), "date": dt.date.today().isoformat(), **run}
@@ -273,6 +288,10 @@ def write_report(config: dict) -> None:
         if sampled:  # a sample's score estimates the whole file's: with its 95% Wilson interval
             low, high = wilson_interval(s["killed"], s["scored"])
             score += f" [{low:.1%}, {high:.1%}]"
+        if result.get("partial"):  # a run stopped before its end: the mutants it checked (fastest first)
+            low, high = wilson_interval(s["killed"], s["scored"])
+            score += (f" [{low:.1%}, {high:.1%}]; partial: {result['partial']['checked']} of "
+                      f"{result['partial']['total']} mutants checked")
         lines.append(f"| {name} | `{module['file']}` | {before} | {s['killed']}/{s['scored']} | {score} "
                      f"| {s['excluded']} | {s['survived']} | {result['seconds']:.0f} s ({result['date']}) |")
         details += [f"## {name} (`{module['file']}`)", "",
@@ -287,6 +306,11 @@ def write_report(config: dict) -> None:
                 low, high = wilson_interval(s["killed"], s["scored"])
                 details += [f"Score on the sample: {s['killed']}/{s['scored']} = {s['score']:.1%}; the whole file's, "
                             f"at 95% (Wilson): [{low:.1%}, {high:.1%}].", ""]
+        if result.get("partial"):
+            details += [f"Partial: the run was stopped after {result['partial']['checked']} of its "
+                        f"{result['partial']['total']} mutants (mutmut runs those it estimates fastest first, so "
+                        "they are not a random sample of the file's); the score and its 95% Wilson interval are "
+                        "theirs.", ""]
         if s["unreachable"]:
             details += [f"Not scored: {s['unreachable']} mutants of {', '.join(module['unreachable'])} "
                         f"({module.get('unreachable_reason', 'out of mutmut reach')}).", ""]
@@ -317,6 +341,9 @@ def main() -> None:
     parser.add_argument("--survivors-only", action="store_true",
                         help="run again only the mutants the saved result has not killed (a mutmut module: in its "
                              "kept stage, against today's tests)")
+    parser.add_argument("--save-partial", type=float, metavar="SECONDS", default=None,
+                        help="save what a stopped mutmut run of each MODULE checked (its stage is kept), with the "
+                             "SECONDS it ran, instead of running anything")
     parser.add_argument("--max-children", type=int, default=None,
                         help="mutmut's worker processes for this run (default: config.toml's max_children); 1 leaves "
                              "a core to other work on a shared 2-core machine")
@@ -332,7 +359,10 @@ def main() -> None:
     unknown = [n for n in names if n not in config["modules"]]
     if unknown:
         raise SystemExit(f"unknown module(s) {unknown}; known: {', '.join(config['modules'])}")
-    if not args.report_only:
+    if args.save_partial is not None:
+        for name in names:
+            save_partial(name, config["modules"][name], args.stage, args.save_partial)
+    elif not args.report_only:
         start = time.monotonic()
         failed = [name for name in names
                   if run_module(name, config["modules"][name], config["mutmut"], args.stage, baseline=args.baseline,
