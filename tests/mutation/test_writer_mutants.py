@@ -6,6 +6,7 @@ are written by hand, so every count is known."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +172,49 @@ def test_a_new_run_that_finished_a_problem_is_kept_on_a_failure(tmp_path: Path, 
         assert writer.kept
         raise RuntimeError("stopped")
     assert (out / CONFIG).is_file() and len((out / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_summary_names_the_run_and_why_each_unfinished_problem_is(tmp_path: Path, prepared: Any) -> None:
+    out = tmp_path / "run"
+    ids = [p.id for p in prepared.problems]
+    with open_run(out, resume=None, prepare=lambda stored: prepared, argv=["a"]) as writer:
+        writer.append({"id": ids[0], "correct": True, "ledger": {"spent": 1.0}})
+        summary = writer.finish(wall_seconds=1.0, cross_check=cross_check, faults={ids[2]: "server fault: 503"},
+                                resumed=True, engine={"workers": ["w1", "w2"]})
+    assert (summary["strategy"], summary["task"], summary["budget"]) == ("self_consistency", "arithmetic",
+                                                                         str(prepared.budget))
+    assert summary["resumed"] is True  # as the caller says (a replayed cell says False)
+    assert summary["unfinished"] == 4
+    assert summary["unfinished_examples"] == [{"id": i, "error": "server fault: 503" if i == ids[2] else "not run"}
+                                              for i in ids[1:]]
+    # The engines given with the summary (Ray workers', known once they ran) are what config.json records.
+    assert config(out)["environment"]["engine"] == {"workers": ["w1", "w2"]}
+
+
+def test_a_record_outside_the_writer_is_refused_and_flush_waits_for_every_record(tmp_path: Path,
+                                                                                 prepared: Any) -> None:
+    import asyncio
+
+    writer = open_run(tmp_path / "run", resume=None, prepare=lambda stored: prepared, argv=["a"])
+    with pytest.raises(RuntimeError, match=re.escape("RunWriter.record outside `with writer:`")):
+        asyncio.run(writer.record({"id": prepared.problems[0].id}))
+    asyncio.run(writer.flush())  # nothing handed over: nothing to wait for
+
+    async def hand_over(w: Any) -> int:
+        tasks = [asyncio.ensure_future(w.record({"id": p.id, "correct": True, "ledger": {"spent": 1.0}}))
+                 for p in prepared.problems]
+        await asyncio.sleep(0)  # handed over, not awaited by their callers
+        await w.flush()
+        written = len((tmp_path / "run" / "results.jsonl").read_text().splitlines())
+        await asyncio.gather(*tasks)
+        return written
+
+    with writer:
+        assert asyncio.run(hand_over(writer)) == len(prepared.problems)
+
+
+def test_an_engine_recorded_before_the_run_is_entered_starts_its_config(tmp_path: Path, prepared: Any) -> None:
+    writer = open_run(tmp_path / "run", resume=None, prepare=lambda stored: prepared, argv=["a"])
+    (tmp_path / "run").mkdir()
+    writer.started(ENGINE)
+    assert config(tmp_path / "run")["environment"] == {"engine": ENGINE}
