@@ -206,7 +206,9 @@ def save_partial(name: str, module: dict, stage_root: Path, seconds: float) -> d
     checked = {m: v for m, v in mutants.items() if v["status"] != "not checked"}
     tests = [t for t in module["tests"] if (ROOT / t).exists()] + (["-k", module["pytest_k"]]
                                                                      if module.get("pytest_k") else [])
-    run = {"mutants": checked, "partial": {"checked": len(checked), "total": len(mutants)}}
+    run: dict = {"mutants": checked}
+    if len(checked) < len(mutants):
+        run["partial"] = {"checked": len(checked), "total": len(mutants)}
     return save_result(name, module, tests, seconds, run, baseline=False)
 
 
