@@ -161,18 +161,20 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
         return save_result(name, module, tests, time.monotonic() - start, run, baseline=baseline)
     again: list[str] = []
     saved = RESULTS / f"{name}.json"
-    if survivors_only and not baseline and saved.exists() and (stage / "mutants").is_dir():
+    if survivors_only and not baseline and (stage / "mutants").is_dir():
         # mutmut keeps every mutant's result in the stage: with names it runs only those again, against today's
-        # tests (it collects the new tests' coverage first); the others' results stand. Only while the module's
-        # source is the one the stage mutated.
+        # tests (it collects the new tests' coverage first); the others' results stand. Without a saved result
+        # (a run stopped before its end), it runs the mutants that have none yet. Only while the module's source
+        # is the one the stage mutated.
         if (stage / staged_path(module["file"])).read_bytes() != (ROOT / module["file"]).read_bytes():
             raise SystemExit(f"{name}: {module['file']} changed since its stage was made: run it whole")
-        exclusions = load_exclusions()
-        again = [m for m, v in json.loads(saved.read_text())["mutants"].items()
-                 if v["status"] not in KILLED and m not in exclusions]
-        if not again:
-            print(f"   {name}: no survivors to run again", flush=True)
-            return json.loads(saved.read_text())
+        if saved.exists():
+            exclusions = load_exclusions()
+            again = [m for m, v in json.loads(saved.read_text())["mutants"].items()
+                     if v["status"] not in KILLED and m not in exclusions]
+            if not again:
+                print(f"   {name}: no survivors to run again", flush=True)
+                return json.loads(saved.read_text())
         build_stage(stage, module, settings, tests, refresh=True)
     else:
         build_stage(stage, module, settings, tests)
