@@ -218,3 +218,47 @@ def test_an_engine_recorded_before_the_run_is_entered_starts_its_config(tmp_path
     (tmp_path / "run").mkdir()
     writer.started(ENGINE)
     assert config(tmp_path / "run")["environment"] == {"engine": ENGINE}
+
+
+def test_an_attempt_a_server_fault_cut_short_counts_in_what_was_spent_but_not_as_finished(
+    tmp_path: Path, prepared: Any
+) -> None:
+    out = tmp_path / "run"
+    ids = [p.id for p in prepared.problems]
+    start(out, prepared, [{"id": ids[0], "correct": True, "ledger": {"spent": 7.0}},
+                          {"id": ids[1], "unfinished": True, "ledger": {"spent": 3.0}},  # its tokens were generated
+                          {"id": "not-in-this-run", "unfinished": True, "ledger": {"spent": 100.0}}])
+    with open_run(out, resume=True, prepare=lambda stored: prepared) as writer:
+        assert [p.id for p in writer.todo] == ids[1:]  # the cut-short problem runs again
+        assert writer.spent == 10.0  # what this run's problems spent, the cut-short attempt's included
+
+
+def test_a_failed_write_fails_its_records_and_the_next_ones_are_still_written(
+    tmp_path: Path, prepared: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import time
+
+    calls: list[int] = []
+    append_many = RunDir.append_many
+
+    def flaky(self: RunDir, records: list[dict[str, Any]]) -> None:
+        calls.append(len(records))
+        if len(calls) == 1:
+            time.sleep(0.2)  # the next record is handed over while this write fails
+            raise OSError("disk full")
+        append_many(self, records)
+
+    monkeypatch.setattr(RunDir, "append_many", flaky)
+    ids = [p.id for p in prepared.problems]
+
+    async def both(writer: Any) -> list[str]:
+        first = asyncio.ensure_future(writer.record({"id": ids[0], "ledger": {"spent": 1.0}}))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(writer.record({"id": ids[1], "ledger": {"spent": 1.0}}))
+        outcomes = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), timeout=10)
+        return [type(x).__name__ for x in outcomes]
+
+    with open_run(tmp_path / "run", resume=None, prepare=lambda stored: prepared, argv=["a"]) as writer:
+        assert asyncio.run(both(writer)) == ["OSError", "NoneType"]
+        assert [r["id"] for r in RunDir(tmp_path / "run").records()] == [ids[1]]
