@@ -190,8 +190,11 @@ def test_a_comparison_starts_one_engine_for_all_its_looks_only_when_a_look_has_p
             closed.append(1)
             await super().close()
 
+    configs: list[object] = []
+
     async def start_logged(config: object, *, log: Path | None) -> Counted:
         starts.append(log)
+        configs.append(config)
         return Counted(seed=1)
 
     monkeypatch.setattr(ttscale.running.launch, "start_logged", start_logged)
@@ -206,6 +209,7 @@ def test_a_comparison_starts_one_engine_for_all_its_looks_only_when_a_look_has_p
     state = json.loads((out / FILE).read_text())
     assert len(state["looks"]) == 3 and state["stopped"] is not None  # three looks (to the cap) on one engine
     assert starts == [None if verbose else out / ENGINE_LOG] and closed == [1]
+    assert configs == [engine_config(tmp_path)]  # the comparison's engine, as given
     # Resumed once decided: nothing to run, so no engine starts.
     run(resume=out)
     assert len(starts) == 1 and closed == [1]
@@ -242,7 +246,8 @@ def test_the_words_name_the_stored_design_or_the_one_before_designs() -> None:
     assert f"({LEGACY.text()}, a look every 6 problems; α" in markdown_lines(old)[0]
 
 
-def test_a_decided_comparison_names_its_arms_and_what_each_look_left_out(tmp_path: Path) -> None:
+def test_a_decided_comparison_names_its_arms_and_what_each_look_left_out(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.adaptive.sim import SeededSimulator, engine_config
     from ttscale.comparisons.paired import compare
     from ttscale.comparisons.until_decided import FILE
@@ -257,6 +262,24 @@ def test_a_decided_comparison_names_its_arms_and_what_each_look_left_out(tmp_pat
     assert len(names) == 2 and f"{names[0]} vs {names[1]}, better by more than 0 pts reproduced" in \
         state["stopped"]["why"]
     assert all(look["excluded"] == {"errored": 0, "errored_problems": 0, "unpaired": 0} for look in state["looks"])
+    # Cut back to before its deciding look was read: that look's problems have records (the task's others do not),
+    # so the resume reads it again and stops there without starting an engine.
+    import ttscale.running.launch
+
+    assert state["stopped"]["problems"] < 60
+    starts: list[object] = []
+
+    async def start_logged(config: object, *, log: Path | None) -> SeededSimulator:
+        starts.append(config)
+        return SeededSimulator(seed=1)
+
+    monkeypatch.setattr(ttscale.running.launch, "start_logged", start_logged)
+    stopped = state["stopped"]
+    state["looks"], state["stopped"] = state["looks"][:-1], None
+    state.pop("fixed_size", None)
+    (tmp_path / "cmp" / FILE).write_text(json.dumps(state))
+    compare(resume=tmp_path / "cmp", engine=None, progress=False, log=lambda _: None)
+    assert json.loads((tmp_path / "cmp" / FILE).read_text())["stopped"] == stopped and starts == []
 
 
 def test_an_equal_claim_shows_both_statistics_and_its_interval() -> None:
