@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,35 @@ def test_an_engine_started_here_writes_to_the_run_s_log_unless_verbose(tmp_path:
     assert not (loud.path / ENGINE_LOG).exists()
     given = carry_out(spec(), out=tmp_path / "given", engine=SimulatedArithmeticPolicy(seed=1))
     assert not (given.path / ENGINE_LOG).exists()  # an engine given: its output is the caller's
+
+
+# -- an engine that fails a new run ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["engine", "ours"])
+def test_an_engine_that_fails_a_new_run_leaves_its_log_named_in_one_line(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         kind: str) -> None:
+    from ttscale.running.launch import EngineStartError
+
+    async def failing(config: Any) -> Any:
+        print("CUDA out of memory while loading the weights", file=sys.stderr)  # what the engine says, to its log
+        if kind == "engine":
+            raise RuntimeError("Engine core initialization failed.  See root cause above.")
+        raise ValueError("a check of ours")
+
+    monkeypatch.setattr(ttscale.engine, "start_engine", failing)
+    out = tmp_path / "run"
+    if kind == "engine":
+        with pytest.raises(EngineStartError) as caught:
+            carry_out(spec(), out=out)
+        message = str(caught.value)
+        assert message.startswith("Engine core initialization failed. See root cause above. (the engine's log: ")
+        kept = Path(message.rpartition("(the engine's log: ")[2].rstrip(")"))
+        try:
+            assert "CUDA out of memory" in kept.read_text()  # moved out of the run that was discarded
+        finally:
+            kept.unlink()
+    else:  # ttscale's own refusal is not an engine's failure: raised as it is
+        with pytest.raises(ValueError, match="a check of ours"):
+            carry_out(spec(), out=out)
+    assert not out.exists()  # a new run that finished nothing is removed
