@@ -205,7 +205,7 @@ def test_what_ray_workers_cannot_run_is_refused_before_anything_starts(tmp_path:
         served = OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="served", tokenizer="embedded")
         kwargs = {**kwargs, "server": served}
     out = tmp_path / "run"
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         carry_out(spec(**kwargs), out=out, distributed=DistributedConfig(workers=1))
     assert not out.exists()
     with pytest.raises(ValueError, match="engine= is for a run in this process"):
