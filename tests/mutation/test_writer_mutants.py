@@ -196,7 +196,7 @@ def test_a_record_outside_the_writer_is_refused_and_flush_waits_for_every_record
     import asyncio
 
     writer = open_run(tmp_path / "run", resume=None, prepare=lambda stored: prepared, argv=["a"])
-    with pytest.raises(RuntimeError, match=re.escape("RunWriter.record outside `with writer:`")):
+    with pytest.raises(RuntimeError, match="^" + re.escape("RunWriter.record outside `with writer:`") + "$"):
         asyncio.run(writer.record({"id": prepared.problems[0].id}))
     asyncio.run(writer.flush())  # nothing handed over: nothing to wait for
 

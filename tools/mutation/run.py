@@ -80,6 +80,9 @@ def build_stage(stage: Path, module: dict, settings: dict, tests: list[str], *, 
     if refresh:
         for where in (stage / "tests", stage / "mutants" / "tests"):
             shutil.copytree(ROOT / "tests", where, ignore=IGNORE, dirs_exist_ok=True)
+        # Which tests reach which function, collected again: mutmut collects a new test's coverage, but not that of
+        # a test edited since (one that now reaches a function it did not).
+        (stage / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     else:
         if stage.exists():
             shutil.rmtree(stage)
