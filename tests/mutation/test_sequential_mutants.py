@@ -210,3 +210,36 @@ def test_a_simulation_is_seeded_and_runs_2000_sequences_by_default() -> None:
     assert set(used.tolist()) <= {10, 20, 30, 40}
     assert set(result[used < 40].tolist()) <= {"reproduced", "not reproduced"}
     assert np.all(used[result == "inconclusive"] == 40)
+
+
+@pytest.mark.parametrize("fractions", [[0.5, 0.5, 1.0], [0.0, 0.5, 1.0], [0.5, 1.5], [0.5, 0.4, 1.0], []])
+def test_fractions_that_do_not_increase_within_0_1_are_refused(fractions: list[float]) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"information fractions must increase in (0, 1], got {fractions}")):
+        boundaries(fractions)
+
+
+@pytest.mark.parametrize("floor", [1.0, 1.5, -0.1])
+def test_a_floor_outside_0_1_is_refused(floor: float) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(f"floor must be in [0, 1), got {floor}") + "$"):
+        boundaries([0.5, 1.0], floor=floor)
+
+
+def test_a_spending_that_is_not_text_is_refused_in_one_line() -> None:
+    with pytest.raises(ValueError, match="spending must be one of"):
+        check_spending(None)  # type: ignore[arg-type]
+
+
+def test_a_plan_s_floor_may_be_up_to_one_side_s_error() -> None:
+    assert SequentialPlan(claim=BETTER, max_problems=10, batch=5, floor=0.02).floor == 0.02
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"batch": None}, "give batch or schedule (the problems at each look), not both or neither"),
+    ({"claim": Claim(kind="ratio", value=1.3)},
+     "a sequential plan tests an accuracy claim (better, equal, not_worse), got a ratio"),
+])
+def test_a_plan_s_refusals_in_full(kwargs: dict[str, Any], message: str) -> None:
+    settings: dict[str, Any] = {"claim": BETTER, "max_problems": 10, "batch": 5, **kwargs}
+    with pytest.raises(ValueError) as caught:
+        SequentialPlan(**settings)
+    assert str(caught.value) == message
