@@ -198,7 +198,9 @@ def test_a_resumed_run_s_wall_time_is_the_sum_of_its_parts(tmp_path: Path, monke
     # The first part as if it had taken 100 s; a resume with nothing left keeps it (it wrote 0.0 s before).
     summary.write_text(json.dumps({**first, "wall_seconds": 100.0}))
     assert main(["run", "--resume", str(out), "--no-progress"]) == 0
-    assert json.loads(summary.read_text())["wall_seconds"] == 100.0
+    # Its own part is the few milliseconds of rewriting the summary (more on a loaded machine: a niced mutation run
+    # measured 2 ms), never another 100 s.
+    assert json.loads(summary.read_text())["wall_seconds"] == pytest.approx(100.0, abs=0.5)
     # A resume that runs the last problem adds its own time to the earlier parts'.
     lines = (out / "results.jsonl").read_text().splitlines()
     (out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")
@@ -208,4 +210,4 @@ def test_a_resumed_run_s_wall_time_is_the_sum_of_its_parts(tmp_path: Path, monke
     # An unreadable number counts as no earlier part, never an error.
     summary.write_text(json.dumps({**again, "wall_seconds": "NaN"}))
     assert main(["run", "--resume", str(out), "--no-progress"]) == 0
-    assert json.loads(summary.read_text())["wall_seconds"] == 0.0
+    assert json.loads(summary.read_text())["wall_seconds"] == pytest.approx(0.0, abs=0.5)

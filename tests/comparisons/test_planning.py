@@ -140,8 +140,8 @@ def test_the_cli_prints_a_plan_and_refuses_bad_input(pilot: Path, tmp_path: Path
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--seed", "-1"], "plan: seed must be a whole number ≥ 0, got -1"),
-    (["--repeats", "1000000000"], "plan: repeats must be a whole number in [1, 10,000], got 1000000000"),
-    (["--repeats", "0"], "plan: repeats must be a whole number in [1, 10,000], got 0"),
+    (["--repeats", "1000000000"], "plan: repeats must be a whole number in [1, 100], got 1000000000"),
+    (["--repeats", "0"], "plan: repeats must be a whole number in [1, 100], got 0"),
     (["--sims", "1000000000000"], "plan: sims must be a whole number in [100, 100,000], got 1000000000000"),
     (["--sims", "100000000"], "plan: sims must be a whole number in [100, 100,000], got 100000000"),
 ])

@@ -14,7 +14,8 @@ cannot follow, such as the sandbox's ``python -I -S`` child) are counted apart t
 ``mode = "plain"`` is mutated without mutmut's switch (``plain.py``: each mutant written into a staging copy as
 plain source), which reaches that child; its results have the same shape.
 
-Usage: python tools/mutation/run.py [--report-only] [--baseline] [--survivors-only] [--stage DIR] [MODULE ...]
+Usage: python tools/mutation/run.py [--report-only] [--baseline] [--survivors-only] [--max-children N] [--stage DIR]
+       [--save-partial SECONDS] [MODULE ...]
 """
 
 from __future__ import annotations
@@ -71,23 +72,38 @@ def toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(x) for x in items) + "]"
 
 
-def build_stage(stage: Path, module: dict, settings: dict, tests: list[str]) -> None:
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    for top, dest in PACKAGE_DIRS.items():
-        shutil.copytree(ROOT / top, stage / dest, ignore=IGNORE, dirs_exist_ok=True)
-    shutil.copytree(ROOT / "tests", stage / "tests", ignore=IGNORE)
+def build_stage(stage: Path, module: dict, settings: dict, tests: list[str], *, refresh: bool = False) -> None:
+    """The staging copy for `module` (see the module doc). `refresh`: keep an earlier run's stage and its mutants
+    (their results stand), bringing only today's tests and settings into it (`--survivors-only`)."""
     top, _, rest = module["file"].partition("/")
-    source_paths = ["ttscale"]
-    if top not in PACKAGE_DIRS:
-        # The folder without the mutated file (the tests' own sys.path entry must not find the original first).
-        shutil.copytree(ROOT / top, stage / top, ignore=shutil.ignore_patterns(rest, "__pycache__", "*.pyc"))
-        (stage / "src").mkdir()
-        shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
-        source_paths.append("src")
-    # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path).
+    source_paths = ["ttscale"] + (["src"] if top not in PACKAGE_DIRS else [])
+    if refresh:
+        for where in (stage / "tests", stage / "mutants" / "tests"):
+            shutil.copytree(ROOT / "tests", where, ignore=IGNORE, dirs_exist_ok=True)
+        # Which tests reach which function, collected again: mutmut collects a new test's coverage, but not that of
+        # a test edited since (one that now reaches a function it did not).
+        (stage / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    else:
+        if stage.exists():
+            shutil.rmtree(stage)
+        stage.mkdir(parents=True)
+        for top_dir, dest in PACKAGE_DIRS.items():
+            shutil.copytree(ROOT / top_dir, stage / dest, ignore=IGNORE, dirs_exist_ok=True)
+        shutil.copytree(ROOT / "tests", stage / "tests", ignore=IGNORE)
+        if top not in PACKAGE_DIRS:
+            # The folder without the mutated file (the tests' own sys.path entry must not find the original first).
+            shutil.copytree(ROOT / top, stage / top, ignore=shutil.ignore_patterns(rest, "__pycache__", "*.pyc"))
+            (stage / "src").mkdir()
+            shutil.copy2(ROOT / module["file"], stage / staged_path(module["file"]))
+    # mutmut runs the tests inside its mutants/ copy: the script folder goes there too (the tests find it by path),
+    # and so do the folders a module's tests read by path (`also_copy` in config.toml: test_power.py imports
+    # benchmarks/power.py's experiments).
     also_copy = [top] if top not in PACKAGE_DIRS else []
+    for folder in module.get("also_copy", []):
+        if folder not in also_copy:
+            if not refresh:
+                shutil.copytree(ROOT / folder, stage / folder, ignore=IGNORE, dirs_exist_ok=True)
+            also_copy.append(folder)
     with open(ROOT / "pyproject.toml", "rb") as f:
         pytest_ini = tomllib.load(f)["tool"]["pytest"]["ini_options"]
     text = f"""[tool.pytest.ini_options]
@@ -107,6 +123,8 @@ use_git_change_detection = false
 also_copy = {toml_list(also_copy)}
 """
     (stage / "pyproject.toml").write_text(text)
+    if refresh:
+        (stage / "mutants" / "pyproject.toml").write_text(text)
 
 
 def collect(stage: Path, out: Path) -> None:
@@ -144,10 +162,28 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
         previous = json.loads(saved.read_text()) if survivors_only and saved.exists() else None
         run = run_plain(name, module, settings, stage_root, tests, previous=previous)
         return save_result(name, module, tests, time.monotonic() - start, run, baseline=baseline)
-    build_stage(stage, module, settings, tests)
+    again: list[str] = []
+    saved = RESULTS / f"{name}.json"
+    if survivors_only and not baseline and (stage / "mutants").is_dir():
+        # mutmut keeps every mutant's result in the stage: with names it runs only those again, against today's
+        # tests (it collects the new tests' coverage first); the others' results stand. Without a saved result
+        # (a run stopped before its end), it runs the mutants that have none yet. Only while the module's source
+        # is the one the stage mutated.
+        if (stage / staged_path(module["file"])).read_bytes() != (ROOT / module["file"]).read_bytes():
+            raise SystemExit(f"{name}: {module['file']} changed since its stage was made: run it whole")
+        if saved.exists():
+            exclusions = load_exclusions()
+            again = [m for m, v in json.loads(saved.read_text())["mutants"].items()
+                     if v["status"] not in KILLED and m not in exclusions]
+            if not again:
+                print(f"   {name}: no survivors to run again", flush=True)
+                return json.loads(saved.read_text())
+        build_stage(stage, module, settings, tests, refresh=True)
+    else:
+        build_stage(stage, module, settings, tests)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(settings["max_children"])],
-                          cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(settings["max_children"]),
+                           *again], cwd=stage, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.monotonic() - start
     (stage / "mutmut-run.log").write_text(proc.stdout)
     if proc.returncode != 0:
@@ -156,7 +192,29 @@ def run_module(name: str, module: dict, settings: dict, stage_root: Path, *, bas
         return None
     out = stage / "collected.json"
     subprocess.run([sys.executable, __file__, "--collect", str(stage), str(out)], check=True, cwd=stage)
-    return save_result(name, module, tests, seconds, {"mutants": json.loads(out.read_text())}, baseline=baseline)
+    run = {"mutants": json.loads(out.read_text())}
+    if again:  # this run's time is the survivors' alone: the whole run's is kept beside it
+        first = json.loads(saved.read_text())
+        run["survivors_run"] = {"mutants": len(again), "seconds": round(seconds, 1)}
+        seconds = first["seconds"] + seconds
+    return save_result(name, module, tests, seconds, run, baseline=baseline)
+
+
+def save_partial(name: str, module: dict, stage_root: Path, seconds: float) -> dict:
+    """What a mutmut run stopped before its end has checked, saved as the module's result (`--save-partial`): the
+    mutants it never ran are left out and counted in `partial`. mutmut runs the mutants it estimates fastest first,
+    so the checked ones are not a random sample of the file's: the report says so beside the score."""
+    stage = stage_root / name
+    out = stage / "collected.json"
+    subprocess.run([sys.executable, __file__, "--collect", str(stage), str(out)], check=True, cwd=stage)
+    mutants = json.loads(out.read_text())
+    checked = {m: v for m, v in mutants.items() if v["status"] != "not checked"}
+    tests = [t for t in module["tests"] if (ROOT / t).exists()] + (["-k", module["pytest_k"]]
+                                                                     if module.get("pytest_k") else [])
+    run: dict = {"mutants": checked}
+    if len(checked) < len(mutants):
+        run["partial"] = {"checked": len(checked), "total": len(mutants)}
+    return save_result(name, module, tests, seconds, run, baseline=False)
 
 
 def save_result(name: str, module: dict, tests: list[str], seconds: float, run: dict, *, baseline: bool) -> dict:
@@ -237,6 +295,10 @@ def write_report(config: dict) -> None:
         if sampled:  # a sample's score estimates the whole file's: with its 95% Wilson interval
             low, high = wilson_interval(s["killed"], s["scored"])
             score += f" [{low:.1%}, {high:.1%}]"
+        if result.get("partial"):  # a run stopped before its end: the mutants it checked (fastest first)
+            low, high = wilson_interval(s["killed"], s["scored"])
+            score += (f" [{low:.1%}, {high:.1%}]; partial: {result['partial']['checked']} of "
+                      f"{result['partial']['total']} mutants checked")
         lines.append(f"| {name} | `{module['file']}` | {before} | {s['killed']}/{s['scored']} | {score} "
                      f"| {s['excluded']} | {s['survived']} | {result['seconds']:.0f} s ({result['date']}) |")
         details += [f"## {name} (`{module['file']}`)", "",
@@ -251,6 +313,11 @@ def write_report(config: dict) -> None:
                 low, high = wilson_interval(s["killed"], s["scored"])
                 details += [f"Score on the sample: {s['killed']}/{s['scored']} = {s['score']:.1%}; the whole file's, "
                             f"at 95% (Wilson): [{low:.1%}, {high:.1%}].", ""]
+        if result.get("partial"):
+            details += [f"Partial: the run was stopped after {result['partial']['checked']} of its "
+                        f"{result['partial']['total']} mutants (mutmut runs those it estimates fastest first, so "
+                        "they are not a random sample of the file's); the score and its 95% Wilson interval are "
+                        "theirs.", ""]
         if s["unreachable"]:
             details += [f"Not scored: {s['unreachable']} mutants of {', '.join(module['unreachable'])} "
                         f"({module.get('unreachable_reason', 'out of mutmut reach')}).", ""]
@@ -279,16 +346,30 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true",
                         help=f"without the tests under {MUTATION_TESTS}, into results/before/ (the BEFORE scores)")
     parser.add_argument("--survivors-only", action="store_true",
-                        help="plain-mode modules: run again only the mutants the saved result has not killed")
+                        help="run again only the mutants the saved result has not killed (a mutmut module: in its "
+                             "kept stage, against today's tests)")
+    parser.add_argument("--save-partial", type=float, metavar="SECONDS", default=None,
+                        help="save what a stopped mutmut run of each MODULE checked (its stage is kept), with the "
+                             "SECONDS it ran, instead of running anything")
+    parser.add_argument("--max-children", type=int, default=None,
+                        help="mutmut's worker processes for this run (default: config.toml's max_children); 1 leaves "
+                             "a core to other work on a shared 2-core machine")
     parser.add_argument("--stage", type=Path, default=Path(tempfile.gettempdir()) / "ttscale-mutation",
                         help="where the staging copies go (default: %(default)s)")
     args = parser.parse_args()
     config = load_config()
+    if args.max_children is not None:
+        if args.max_children < 1:
+            raise SystemExit("--max-children must be at least 1")
+        config["mutmut"]["max_children"] = args.max_children
     names = args.modules or list(config["modules"])
     unknown = [n for n in names if n not in config["modules"]]
     if unknown:
         raise SystemExit(f"unknown module(s) {unknown}; known: {', '.join(config['modules'])}")
-    if not args.report_only:
+    if args.save_partial is not None:
+        for name in names:
+            save_partial(name, config["modules"][name], args.stage, args.save_partial)
+    elif not args.report_only:
         start = time.monotonic()
         failed = [name for name in names
                   if run_module(name, config["modules"][name], config["mutmut"], args.stage, baseline=args.baseline,

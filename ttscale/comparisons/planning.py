@@ -37,8 +37,10 @@ from ttscale.stats.proportions import paired_proportions
 
 MAX_SIMS = 100_000
 """The most simulated experiments per size a plan runs (25x the default 4,000)."""
-MAX_REPEATS = 10_000
-"""The most pairs per problem a plan sizes for."""
+MAX_REPEATS = 100
+"""The most pairs per problem a plan sizes for: the simulation draws each problem's type among (R + 1)(R + 2)/2
+(`ttscale.stats.power.problem_types`), so R = 100 takes about 12 s at the default 4,000 experiments on 2 cores,
+R = 300 about 45 s, and from R ≈ 1,030 a type's binomial weight no longer fits a float (OverflowError)."""
 #: The claims planned when none is named: the verdict rules' own (better, equal within and not worse by the 1-point
 #: margin of benchmarks/verdicts.py; a cost cut of any size).
 DEFAULT_CLAIMS = ("better:0", "equal:1", "not-worse:1", "ratio:1.1")
