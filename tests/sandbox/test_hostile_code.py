@@ -278,6 +278,11 @@ def test_hostile_program(case: Case, namespaced: Sandbox, host: Host, tcp_server
     bound = namespaced.limits.wall_seconds + 1.5
     if execution.seconds >= bound:
         bound += namespaced.run(program=AT_ONCE, test=case.test, entry_point="solve").seconds
+        if os.getloadavg()[0] > (os.cpu_count() or 1):
+            # A machine busier than its cores (the other test worker's engine): ending a fork bomb's processes took
+            # 3.7 s past the limit once in a fresh-clone run there. Its own limit ended it (the reason above), before
+            # the host's fallback at wall_seconds + 5 s, which is the bound that holds under any load.
+            bound = namespaced.limits.wall_seconds + 5.0
     assert execution.seconds < bound, (execution, bound)
     assert host.snapshot() == before, "files outside the sandbox changed"
     assert set(os.listdir(REAL_HOME)) == real_home_before
