@@ -76,9 +76,14 @@ def arguments(*, runs: Sequence[Any], resume: Any, limit: int | None, strategies
     return settle(claim, max_problems, batch, design)
 
 
+def stored_design(state: Mapping[str, Any]) -> Design:
+    """A stored comparison's design (version 1, before designs: `LEGACY`)."""
+    return design_of(state["design"]) if "design" in state else LEGACY
+
+
 def plan_of(state: Mapping[str, Any]) -> SequentialPlan:
     """The plan a stored comparison looks by: its design (version 1: `LEGACY`'s spending every `batch`)."""
-    design = design_of(state["design"]) if "design" in state else LEGACY
+    design = stored_design(state)
     batch = state.get("batch")
     return design.plan(parse_claim(state["claim"], ratio=False), int(state["max_problems"]),
                        batch=None if batch is None else int(batch))
@@ -253,7 +258,7 @@ def fixed_size(claim: Claim, read: Mapping[str, Any]) -> dict[str, Any] | None:
 def markdown_lines(state: Mapping[str, Any]) -> list[str]:
     """compare's words on a sequential comparison: the claim, the looks, what stopped it and what it saved."""
     looks = state.get("looks") or []
-    design = design_of(state["design"]) if "design" in state else LEGACY
+    design = stored_design(state)
     looks_at = [int(n) for n in state.get("looks_at") or []]
     shown = ", ".join(map(str, looks_at)) if len(looks_at) <= 8 else \
         f"{', '.join(map(str, looks_at[:4]))}, ..., {looks_at[-1]}"
